@@ -1,0 +1,140 @@
+import { type Options, Packr, RESERVE_START_SPACE, Unpackr } from "msgpackr";
+
+/** Largest frame body either side accepts; a bigger length prefix is refused unread. */
+export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+const HEADER_BYTES = 4;
+
+/** A frame that cannot be encoded or decoded; the connection that produced it is unusable. */
+export class FrameError extends Error {
+  override name = "FrameError";
+}
+
+// Plain msgpack maps (no msgpackr record extension) so any msgpack peer can read us.
+// Undefined fields are left out rather than sent as msgpackr's undefined extension
+// (skipValues is supported at run time but missing from msgpackr's typings).
+const packr = new Packr({ useRecords: false, skipValues: [undefined] } as Options);
+// bin decodes to a Buffer view of the frame body (no copy); 64-bit ints come back as numbers.
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: "number" });
+
+/**
+ * Encodes one message as a frame: 4-byte big-endian body length, then a msgpack map.
+ * Uint8Array/Buffer values become msgpack bin.
+ */
+export function encodeFrame(msg: object, maxBytes = MAX_FRAME_BYTES): Buffer {
+  let frame: Buffer;
+  try {
+    // Reserve the header inside the packer's own buffer so the frame needs no concat.
+    frame = packr.pack(msg, RESERVE_START_SPACE | HEADER_BYTES);
+  } catch (error) {
+    throw new FrameError(`cannot encode frame: ${(error as Error).message}`, { cause: error });
+  }
+  const bodyLength = frame.length - HEADER_BYTES;
+  if (bodyLength > maxBytes) {
+    throw new FrameError(`frame of ${bodyLength} bytes exceeds the ${maxBytes}-byte limit`);
+  }
+  frame.writeUInt32BE(bodyLength, 0);
+  return frame;
+}
+
+/** Decodes one frame body; it must be a msgpack map. */
+function decodeBody(body: Buffer): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = unpackr.unpack(body);
+  } catch (error) {
+    throw new FrameError(`undecodable frame: ${(error as Error).message}`, { cause: error });
+  }
+  if (!isPlainObject(value)) {
+    throw new FrameError(`frame body is not a map (got ${describe(value)})`);
+  }
+  return value;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== "object" || value === null) return false;
+  const proto: unknown = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "nil";
+  if (Array.isArray(value)) return "array";
+  if (value instanceof Uint8Array) return "bin";
+  return typeof value === "object" ? (value.constructor?.name ?? "object") : typeof value;
+}
+
+/**
+ * Turns a byte stream into frames. Chunks are kept as a list and only joined once a
+ * whole frame has arrived, so a large frame costs one copy, not one per chunk.
+ * After a FrameError the decoder refuses further input: the connection must be closed.
+ */
+export class FrameDecoder {
+  private chunks: Buffer[] = [];
+  private bufferedBytes = 0;
+  /** Body length of the frame being assembled; -1 while its header is incomplete. */
+  private bodyLength = -1;
+  private failed = false;
+
+  constructor(private readonly maxBytes = MAX_FRAME_BYTES) {}
+
+  /** Returns every frame completed by this chunk, in order. */
+  push(chunk: Buffer): Record<string, unknown>[] {
+    if (this.failed) throw new FrameError("frame decoder is unusable after an earlier error");
+    const frames: Record<string, unknown>[] = [];
+    if (chunk.length === 0) return frames;
+    this.chunks.push(chunk);
+    this.bufferedBytes += chunk.length;
+    try {
+      for (;;) {
+        if (this.bodyLength < 0) {
+          if (this.bufferedBytes < HEADER_BYTES) break;
+          const length = this.take(HEADER_BYTES).readUInt32BE(0);
+          if (length > this.maxBytes) {
+            throw new FrameError(`frame of ${length} bytes exceeds the ${this.maxBytes}-byte limit`);
+          }
+          this.bodyLength = length;
+        }
+        if (this.bufferedBytes < this.bodyLength) break;
+        const body = this.take(this.bodyLength);
+        this.bodyLength = -1;
+        frames.push(decodeBody(body));
+      }
+    } catch (error) {
+      this.failed = true;
+      this.chunks = [];
+      this.bufferedBytes = 0;
+      throw error;
+    }
+    return frames;
+  }
+
+  /** Removes the next n buffered bytes (n <= bufferedBytes); a view when they lie in one chunk. */
+  private take(n: number): Buffer {
+    this.bufferedBytes -= n;
+    const first = this.chunks[0]!;
+    if (first.length >= n) {
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let filled = 0;
+    let used = 0; // chunks consumed whole; removed in one splice to stay linear
+    while (filled < n) {
+      const chunk = this.chunks[used]!;
+      const wanted = n - filled;
+      if (chunk.length <= wanted) {
+        chunk.copy(out, filled);
+        filled += chunk.length;
+        used++;
+      } else {
+        chunk.copy(out, filled, 0, wanted);
+        filled += wanted;
+        this.chunks[used] = chunk.subarray(wanted);
+      }
+    }
+    this.chunks.splice(0, used);
+    return out;
+  }
+}
