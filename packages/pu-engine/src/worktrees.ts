@@ -1,0 +1,580 @@
+// pu's git layer: every worktree, diff and merge operation the daemon performs.
+// All functions take absolute paths and throw PuError with a code the CLI can act on.
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import * as fs from "node:fs/promises";
+import * as os from "node:os";
+import * as path from "node:path";
+import { simpleGit, type SimpleGit } from "simple-git";
+import { PuError } from "@pu/core/errors";
+import type { DiffFile, WorktreeDiff } from "@pu/ipc/protocol";
+
+// ---------------------------------------------------------------------------
+// Running git
+
+/** A git command that exited non-zero; kept internal, callers see PuError. */
+class GitCommandError extends Error {
+  constructor(
+    readonly exitCode: number,
+    readonly stdout: string,
+    readonly stderr: string,
+  ) {
+    super(firstLine(stderr) || firstLine(stdout) || `git exited with status ${exitCode}`);
+    this.name = "GitCommandError";
+  }
+}
+
+function firstLine(text: string): string {
+  return text.split("\n").map((l) => l.trim()).find((l) => l.length > 0) ?? "";
+}
+
+// simple-git resolves a command that exits non-zero with an empty stderr (e.g. `--quiet`
+// probes) as a success, so every command is made to reject on any non-zero exit.
+function gitAt(dir: string, env?: Record<string, string>): SimpleGit {
+  const git = simpleGit({
+    baseDir: dir,
+    errors: (error, result) => {
+      if (result.exitCode === 0) return error;
+      return new GitCommandError(
+        result.exitCode,
+        Buffer.concat(result.stdOut).toString("utf8"),
+        Buffer.concat(result.stdErr).toString("utf8"),
+      );
+    },
+  });
+  return env ? git.env({ ...(process.env as Record<string, string>), ...env }) : git;
+}
+
+async function git(dir: string, args: string[], env?: Record<string, string>): Promise<string> {
+  if (!existsSync(dir)) {
+    throw new PuError("GIT_ERROR", `cannot run git in ${dir}: the directory does not exist`);
+  }
+  return gitAt(dir, env).raw(args);
+}
+
+/** Runs git and reports failure as a value, for probes where a non-zero exit is an answer. */
+async function gitProbe(dir: string, args: string[]): Promise<{ ok: boolean; stdout: string; error?: GitCommandError }> {
+  try {
+    return { ok: true, stdout: await git(dir, args) };
+  } catch (e) {
+    if (e instanceof GitCommandError) return { ok: false, stdout: e.stdout, error: e };
+    throw e;
+  }
+}
+
+function gitFailure(what: string, e: unknown, fix?: string): PuError {
+  if (e instanceof PuError) return e;
+  const reason = e instanceof Error ? e.message : String(e);
+  return new PuError("GIT_ERROR", `${what}: ${reason}${fix ? `; ${fix}` : ""}`, { cause: e });
+}
+
+async function gitOrFail(dir: string, args: string[], what: string, fix?: string): Promise<string> {
+  try {
+    return await git(dir, args);
+  } catch (e) {
+    throw gitFailure(what, e, fix);
+  }
+}
+
+function splitNul(text: string): string[] {
+  return text.split("\0").filter((s) => s.length > 0);
+}
+
+async function revParse(dir: string, ref: string): Promise<string | null> {
+  const r = await gitProbe(dir, ["rev-parse", "--verify", "--quiet", "--end-of-options", `${ref}^{commit}`]);
+  const sha = r.stdout.trim();
+  return r.ok && sha ? sha : null;
+}
+
+async function branchExists(dir: string, branch: string): Promise<boolean> {
+  const r = await gitProbe(dir, ["rev-parse", "--verify", "--quiet", `refs/heads/${branch}`]);
+  return r.ok && r.stdout.trim().length > 0;
+}
+
+async function isAncestor(dir: string, ancestor: string, descendant: string): Promise<boolean> {
+  const r = await gitProbe(dir, ["merge-base", "--is-ancestor", ancestor, descendant]);
+  if (r.ok) return true;
+  if (r.error?.exitCode === 1) return false;
+  throw gitFailure(`cannot compare ${ancestor} with ${descendant}`, r.error);
+}
+
+// ---------------------------------------------------------------------------
+// Paths
+
+function isInside(parent: string, child: string): boolean {
+  const rel = path.relative(parent, child);
+  return rel.length > 0 && !rel.startsWith("..") && !path.isAbsolute(rel);
+}
+
+async function realpathOrNull(p: string): Promise<string | null> {
+  try {
+    return await fs.realpath(p);
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Repository facts
+
+/** The top level of the work tree containing dir, or null when dir is not in a git work tree. */
+export async function gitTopLevel(dir: string): Promise<string | null> {
+  if (!existsSync(dir)) return null;
+  const r = await gitProbe(dir, ["rev-parse", "--show-toplevel"]);
+  const top = r.stdout.trim();
+  return r.ok && top ? top : null;
+}
+
+/** The branch checked out in repoDir, or null when HEAD is detached. */
+export async function currentBranch(repoDir: string): Promise<string | null> {
+  const r = await gitProbe(repoDir, ["symbolic-ref", "--quiet", "--short", "HEAD"]);
+  if (r.ok) return r.stdout.trim() || null;
+  if (r.error?.exitCode === 1) return null;
+  throw gitFailure(`cannot read the current branch of ${repoDir}`, r.error, "is it a git repository?");
+}
+
+/** Keeps pu's own files (`.pu/`) out of `git status` and merges, without touching .gitignore. */
+export async function excludePuDir(projectRoot: string): Promise<void> {
+  const commonDir = (
+    await gitOrFail(projectRoot, ["rev-parse", "--git-common-dir"], `cannot find the git directory of ${projectRoot}`, "is it a git repository?")
+  ).trim();
+  const excludeFile = path.join(path.resolve(projectRoot, commonDir), "info", "exclude");
+  let text = "";
+  try {
+    text = await fs.readFile(excludeFile, "utf8");
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+  }
+  if (text.split(/\r?\n/).some((line) => line.trim() === "/.pu/")) return;
+  await fs.mkdir(path.dirname(excludeFile), { recursive: true });
+  const separator = text.length > 0 && !text.endsWith("\n") ? "\n" : "";
+  await fs.appendFile(excludeFile, `${separator}# pu workspace files\n/.pu/\n`);
+}
+
+// ---------------------------------------------------------------------------
+// Create
+
+export interface CreateWorktreeOptions {
+  projectRoot: string;
+  worktreesDir: string;
+  worktreeId: string;
+  /** Normalized worktree name; the branch is `pu/<name>`. */
+  name: string;
+  /** Branch or commit to start from; default the project root's current branch, else HEAD. */
+  base?: string;
+  /** Files to copy from the project root into the new worktree, relative to the root. */
+  envFiles?: string[];
+}
+
+export interface CreatedWorktree {
+  path: string;
+  branch: string;
+  /** The base branch name when the base names a local branch, else the base commit. */
+  baseBranch: string;
+  baseCommit: string;
+  /** Things worth telling the user, such as env files that were not there to copy. */
+  notes: string[];
+}
+
+export async function createWorktree(options: CreateWorktreeOptions): Promise<CreatedWorktree> {
+  const { projectRoot, worktreesDir, worktreeId, name } = options;
+  const branch = `pu/${name}`;
+  const worktreePath = path.join(worktreesDir, worktreeId);
+
+  const refCheck = await gitProbe(projectRoot, ["check-ref-format", "--branch", branch]);
+  if (!refCheck.ok) {
+    throw new PuError("INVALID_ARGUMENT", `"${branch}" is not a valid git branch name; choose another --name`);
+  }
+  if (await branchExists(projectRoot, branch)) {
+    throw new PuError("INVALID_ARGUMENT", `branch ${branch} already exists; choose another --name`);
+  }
+  const base = options.base ?? (await currentBranch(projectRoot)) ?? "HEAD";
+  const baseCommit = await revParse(projectRoot, base);
+  if (!baseCommit) {
+    throw new PuError("INVALID_ARGUMENT", `base ref "${base}" does not exist in ${projectRoot}; pass an existing branch or commit to --base`);
+  }
+  const baseBranch = await localBranchNamed(projectRoot, base) ?? baseCommit;
+  if (existsSync(worktreePath)) {
+    throw new PuError("INVALID_STATE", `worktree directory ${worktreePath} already exists; remove it or use another worktree id`);
+  }
+
+  await fs.mkdir(worktreesDir, { recursive: true });
+  try {
+    // Starting from the commit (not the ref name) keeps git from setting up tracking for remote bases.
+    await gitOrFail(projectRoot, ["worktree", "add", "-b", branch, worktreePath, baseCommit], `cannot create worktree ${worktreePath}`);
+    const notes = await copyEnvFiles(projectRoot, worktreePath, options.envFiles ?? []);
+    return { path: worktreePath, branch, baseBranch, baseCommit, notes };
+  } catch (e) {
+    await rollBackCreate(projectRoot, worktreePath, branch);
+    throw e;
+  }
+}
+
+/** The local branch a ref names ("main", "refs/heads/main"), or null for commits, tags and remote branches. */
+async function localBranchNamed(dir: string, ref: string): Promise<string | null> {
+  const r = await gitProbe(dir, ["rev-parse", "--symbolic-full-name", "--end-of-options", ref]);
+  const full = r.stdout.trim();
+  return r.ok && full.startsWith("refs/heads/") ? full.slice("refs/heads/".length) : null;
+}
+
+async function copyEnvFiles(projectRoot: string, worktreePath: string, envFiles: string[]): Promise<string[]> {
+  const notes: string[] = [];
+  const realRoot = await fs.realpath(projectRoot);
+  for (const relative of envFiles) {
+    const source = path.resolve(projectRoot, relative);
+    const realSource = await realpathOrNull(source);
+    const outside = !isInside(projectRoot, source) || (realSource !== null && !isInside(realRoot, realSource));
+    if (outside) {
+      throw new PuError("INVALID_ARGUMENT", `env file "${relative}" is outside the project root ${projectRoot}; list envFiles relative to the project root`);
+    }
+    if (realSource === null) {
+      notes.push(`env file ${relative} not found in the project root; not copied`);
+      continue;
+    }
+    const target = path.join(worktreePath, path.relative(projectRoot, source));
+    try {
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      await fs.cp(realSource, target, { recursive: true, force: true, dereference: true });
+    } catch (e) {
+      throw new PuError("IO_ERROR", `cannot copy env file ${relative} into ${worktreePath}: ${(e as Error).message}`, { cause: e });
+    }
+  }
+  return notes;
+}
+
+async function rollBackCreate(projectRoot: string, worktreePath: string, branch: string): Promise<void> {
+  await gitProbe(projectRoot, ["worktree", "remove", "--force", worktreePath]);
+  await fs.rm(worktreePath, { recursive: true, force: true });
+  await gitProbe(projectRoot, ["worktree", "prune"]);
+  if (await branchExists(projectRoot, branch)) await gitProbe(projectRoot, ["branch", "-D", branch]);
+}
+
+// ---------------------------------------------------------------------------
+// Remove
+
+export interface RemoveWorktreeOptions {
+  projectRoot: string;
+  worktreesDir: string;
+  path: string;
+  branch: string;
+  deleteBranch?: boolean;
+}
+
+export interface RemovedWorktree {
+  /** True when this call removed the directory (false when it was already gone). */
+  removedPath: boolean;
+  deletedBranch: boolean;
+  notes: string[];
+}
+
+export async function removeWorktree(options: RemoveWorktreeOptions): Promise<RemovedWorktree> {
+  const { projectRoot, worktreesDir, branch, deleteBranch = true } = options;
+  const worktreePath = options.path;
+  const notes: string[] = [];
+  let removedPath = false;
+
+  if (!existsSync(worktreePath)) {
+    notes.push(`worktree directory ${worktreePath} was already gone`);
+  } else {
+    const removal = await gitProbe(projectRoot, ["worktree", "remove", "--force", worktreePath]);
+    if (removal.ok) {
+      removedPath = true;
+    } else {
+      // git refuses unregistered or locked worktrees; deleting by hand is safe only inside pu's own directory.
+      const realDir = await realpathOrNull(worktreesDir);
+      const realPath = await realpathOrNull(worktreePath);
+      if (realDir === null || realPath === null || !isInside(realDir, realPath)) {
+        throw new PuError(
+          "GIT_ERROR",
+          `git could not remove worktree ${worktreePath} (${removal.error?.message ?? "unknown error"}) and it is outside ${worktreesDir}, so pu will not delete it; remove it yourself`,
+        );
+      }
+      await gitProbe(projectRoot, ["worktree", "unlock", worktreePath]);
+      await fs.rm(realPath, { recursive: true, force: true });
+      removedPath = true;
+      notes.push(`git could not remove the worktree (${removal.error?.message ?? "unknown error"}); deleted ${worktreePath} directly`);
+    }
+  }
+  await gitProbe(projectRoot, ["worktree", "prune"]);
+
+  let deletedBranch = false;
+  if (deleteBranch) {
+    if (!(await branchExists(projectRoot, branch))) {
+      notes.push(`branch ${branch} was already gone`);
+    } else {
+      const deletion = await gitProbe(projectRoot, ["branch", "-D", branch]);
+      if (deletion.ok) deletedBranch = true;
+      else notes.push(`kept branch ${branch}: ${deletion.error?.message ?? "git refused to delete it"}`);
+    }
+  }
+  return { removedPath, deletedBranch, notes };
+}
+
+// ---------------------------------------------------------------------------
+// Diff
+
+export interface DiffWorktreeOptions {
+  path: string;
+  branch: string;
+  baseBranch: string;
+  stat?: boolean;
+}
+
+export type WorktreeChanges = Omit<WorktreeDiff, "worktreeId" | "name">;
+
+/** Everything the worktree changed since it left its base: commits, uncommitted edits and untracked files. */
+export async function diffWorktree(options: DiffWorktreeOptions): Promise<WorktreeChanges> {
+  const { branch, baseBranch, stat = false } = options;
+  const worktreePath = options.path;
+  if (!existsSync(worktreePath)) {
+    throw new PuError("WORKTREE_NOT_FOUND", `worktree directory ${worktreePath} does not exist; run \`pu clean\` to drop it`);
+  }
+  const mergeBase = (
+    await gitOrFail(worktreePath, ["merge-base", baseBranch, "HEAD"], `cannot find where ${branch} left ${baseBranch}`, "does the base branch still exist?")
+  ).trim();
+
+  // A throwaway copy of the index with untracked files marked intent-to-add lets one
+  // `git diff <merge-base>` cover committed, uncommitted and untracked changes without
+  // touching the worktree's real index.
+  const tempDir = await fs.mkdtemp(path.join(os.tmpdir(), "pu-diff-"));
+  try {
+    const indexFile = path.join(tempDir, "index");
+    const realIndex = path.resolve(worktreePath, (await gitOrFail(worktreePath, ["rev-parse", "--git-path", "index"], "cannot locate the worktree index")).trim());
+    if (existsSync(realIndex)) await fs.copyFile(realIndex, indexFile);
+    const env = { GIT_INDEX_FILE: indexFile };
+    // Entries ending in "/" are nested repositories, which have no lines to count.
+    const untracked = splitNul(await diffGit(worktreePath, ["ls-files", "--others", "--exclude-standard", "-z"], env))
+      .filter((p) => !p.endsWith("/"));
+    if (untracked.length > 0) {
+      await diffGit(worktreePath, ["add", "--intent-to-add", "--", ...untracked.map(literalPathspec)], env);
+    }
+    const common = ["--no-color", "--no-ext-diff", "--no-renames", mergeBase];
+    const files = parseNumstat(await diffGit(worktreePath, ["diff", "--numstat", "-z", ...common], env));
+    const changes: WorktreeChanges = {
+      branch,
+      baseBranch,
+      mergeBase,
+      files,
+      insertions: files.reduce((n, f) => n + f.insertions, 0),
+      deletions: files.reduce((n, f) => n + f.deletions, 0),
+    };
+    if (!stat) changes.patch = await diffGit(worktreePath, ["diff", "--patch", ...common], env);
+    return changes;
+  } finally {
+    await fs.rm(tempDir, { recursive: true, force: true });
+  }
+}
+
+function literalPathspec(p: string): string {
+  return `:(literal)${p}`;
+}
+
+async function diffGit(dir: string, args: string[], env: Record<string, string>): Promise<string> {
+  try {
+    return await gitAt(dir, env).raw(args);
+  } catch (e) {
+    throw gitFailure(`cannot diff worktree ${dir}`, e);
+  }
+}
+
+// `--numstat -z` without renames: "<added>\t<deleted>\t<path>\0", "-\t-\t<path>\0" for binary files.
+function parseNumstat(text: string): DiffFile[] {
+  const files: DiffFile[] = [];
+  for (const record of splitNul(text)) {
+    const [added, deleted, ...rest] = record.split("\t");
+    const filePath = rest.join("\t");
+    if (added === undefined || deleted === undefined || !filePath) continue;
+    if (added === "-" && deleted === "-") {
+      files.push({ path: filePath, insertions: 0, deletions: 0, binary: true });
+    } else {
+      files.push({ path: filePath, insertions: Number(added), deletions: Number(deleted) });
+    }
+  }
+  return files;
+}
+
+// ---------------------------------------------------------------------------
+// Merge
+
+export type MergeStrategy = "merge" | "squash" | "ff-only";
+
+export interface MergeWorktreeOptions {
+  projectRoot: string;
+  /** The pu worktree whose branch is merged. */
+  path: string;
+  branch: string;
+  baseBranch: string;
+  strategy: MergeStrategy;
+  message?: string;
+  /** Where a temporary merge worktree may be made when the base is not checked out; default the worktree's parent. */
+  worktreesDir?: string;
+}
+
+export interface MergeOutcome {
+  /** The base branch's commit after the merge. */
+  commit: string;
+  alreadyUpToDate: boolean;
+}
+
+/** A merge that stopped on conflicts; `details.conflicts` lists the conflicting paths. */
+export class MergeConflictError extends PuError {
+  readonly details: { conflicts: string[] };
+
+  constructor(branch: string, baseBranch: string, conflicts: string[]) {
+    super("MERGE_CONFLICT", `merge of ${branch} into ${baseBranch} conflicts in: ${conflicts.join(", ")}; resolve it by hand or rebase ${branch}`);
+    this.details = { conflicts };
+  }
+}
+
+export async function mergeWorktree(options: MergeWorktreeOptions): Promise<MergeOutcome> {
+  const { projectRoot, branch, baseBranch, strategy } = options;
+  const worktreePath = options.path;
+  const message = options.message ?? (strategy === "squash" ? `Squash ${branch}` : `Merge ${branch}`);
+
+  if (existsSync(worktreePath)) {
+    const dirty = await uncommittedFiles(worktreePath, { includeUntracked: true });
+    if (dirty.length > 0) {
+      throw new PuError("INVALID_STATE", `worktree ${worktreePath} has uncommitted changes (${summarize(dirty)}); commit them in the worktree first`);
+    }
+  }
+  const branchCommit = await revParse(projectRoot, `refs/heads/${branch}`);
+  if (!branchCommit) throw new PuError("INVALID_STATE", `branch ${branch} no longer exists; there is nothing to merge`);
+  const baseCommit = await revParse(projectRoot, `refs/heads/${baseBranch}`);
+  if (!baseCommit) {
+    throw new PuError("INVALID_STATE", `base branch ${baseBranch} does not exist; create it or merge ${branch} by hand`);
+  }
+
+  if (await isAncestor(projectRoot, branchCommit, baseCommit)) {
+    return { commit: baseCommit, alreadyUpToDate: true };
+  }
+  if (strategy === "ff-only" && !(await isAncestor(projectRoot, baseCommit, branchCommit))) {
+    throw new PuError("INVALID_STATE", `cannot fast-forward ${baseBranch} to ${branch}: ${baseBranch} has commits ${branch} lacks; use the default merge or --squash`);
+  }
+
+  const checkout = await findCheckout(projectRoot, baseBranch);
+  if (checkout) {
+    const dirty = await uncommittedFiles(checkout, { includeUntracked: false });
+    if (dirty.length > 0) {
+      throw new PuError("INVALID_STATE", `${baseBranch} is checked out at ${checkout} with uncommitted changes (${summarize(dirty)}); commit or stash them first`);
+    }
+    return mergeIn(checkout, { branch, baseBranch, strategy, message });
+  }
+  return mergeDetached(projectRoot, options.worktreesDir ?? path.dirname(worktreePath), {
+    branch,
+    baseBranch,
+    baseCommit,
+    branchCommit,
+    strategy,
+    message,
+  });
+}
+
+function summarize(files: string[]): string {
+  const shown = files.slice(0, 5).join(", ");
+  return files.length > 5 ? `${shown} and ${files.length - 5} more` : shown;
+}
+
+async function uncommittedFiles(dir: string, { includeUntracked }: { includeUntracked: boolean }): Promise<string[]> {
+  const out = await gitOrFail(
+    dir,
+    ["status", "--porcelain", "-z", `--untracked-files=${includeUntracked ? "all" : "no"}`],
+    `cannot read the status of ${dir}`,
+  );
+  // Records are "XY <path>"; a rename adds the old path as an extra record, which is skipped.
+  const files: string[] = [];
+  const records = splitNul(out);
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i] ?? "";
+    files.push(record.slice(3));
+    if (record[0] === "R" || record[0] === "C") i++;
+  }
+  return files;
+}
+
+/** The directory where `branch` is checked out, if any worktree of the repository has it. */
+async function findCheckout(projectRoot: string, branch: string): Promise<string | null> {
+  const out = await gitOrFail(projectRoot, ["worktree", "list", "--porcelain", "-z"], "cannot list git worktrees");
+  let current: string | null = null;
+  for (const field of out.split("\0")) {
+    if (field.startsWith("worktree ")) current = field.slice("worktree ".length);
+    else if (field === `branch refs/heads/${branch}` && current && existsSync(current)) return current;
+  }
+  return null;
+}
+
+interface MergeRequest {
+  branch: string;
+  baseBranch: string;
+  strategy: MergeStrategy;
+  message: string;
+}
+
+/** Merges in a checkout of the base; on failure the checkout is put back exactly as it was. */
+async function mergeIn(dir: string, request: MergeRequest): Promise<MergeOutcome> {
+  const { branch, baseBranch, strategy, message } = request;
+  const before = await revParse(dir, "HEAD");
+  try {
+    if (strategy === "merge") {
+      await git(dir, ["merge", "--no-ff", "--no-edit", "-m", message, "--end-of-options", branch]);
+    } else if (strategy === "ff-only") {
+      await git(dir, ["merge", "--ff-only", "--end-of-options", branch]);
+    } else {
+      await git(dir, ["merge", "--squash", "--end-of-options", branch]);
+      const staged = await git(dir, ["diff", "--cached", "--name-only"]);
+      if (staged.trim().length === 0) {
+        // The branch's commits add up to nothing: there is no content to bring over.
+        return { commit: before ?? "", alreadyUpToDate: true };
+      }
+      await git(dir, ["commit", "--no-edit", "-m", message]);
+    }
+  } catch (e) {
+    const conflicts = splitNul((await gitProbe(dir, ["diff", "--name-only", "--diff-filter=U", "-z"])).stdout);
+    await abortMerge(dir, strategy);
+    if (conflicts.length > 0) throw new MergeConflictError(branch, baseBranch, conflicts);
+    throw gitFailure(`merge of ${branch} into ${baseBranch} failed`, e);
+  }
+  const after = await revParse(dir, "HEAD");
+  if (!after) throw new PuError("GIT_ERROR", `merge of ${branch} into ${baseBranch} left no HEAD in ${dir}`);
+  return { commit: after, alreadyUpToDate: after === before };
+}
+
+async function abortMerge(dir: string, strategy: MergeStrategy): Promise<void> {
+  const mergeHead = (await gitProbe(dir, ["rev-parse", "--verify", "--quiet", "MERGE_HEAD"])).stdout.trim();
+  if (mergeHead) await gitProbe(dir, ["merge", "--abort"]);
+  // A squash records no MERGE_HEAD; `reset --merge` undoes its index and file changes but keeps untracked files.
+  else if (strategy === "squash") await gitProbe(dir, ["reset", "--merge"]);
+}
+
+/** Merges into a base branch nobody has checked out, in a throwaway detached worktree. */
+async function mergeDetached(
+  projectRoot: string,
+  worktreesDir: string,
+  request: MergeRequest & { baseCommit: string; branchCommit: string },
+): Promise<MergeOutcome> {
+  const { branch, baseBranch, baseCommit, branchCommit } = request;
+  let newCommit: string;
+  if (request.strategy === "ff-only") {
+    newCommit = branchCommit;
+  } else {
+    await fs.mkdir(worktreesDir, { recursive: true });
+    const tempPath = path.join(worktreesDir, `merge-${randomBytes(4).toString("hex")}`);
+    try {
+      await gitOrFail(projectRoot, ["worktree", "add", "--detach", tempPath, baseCommit], `cannot create a temporary worktree to merge ${branch}`);
+      const outcome = await mergeIn(tempPath, request);
+      if (outcome.alreadyUpToDate) return { commit: baseCommit, alreadyUpToDate: true };
+      newCommit = outcome.commit;
+    } finally {
+      await gitProbe(projectRoot, ["worktree", "remove", "--force", tempPath]);
+      await fs.rm(tempPath, { recursive: true, force: true });
+      await gitProbe(projectRoot, ["worktree", "prune"]);
+    }
+  }
+  // The old value guards against someone moving the base while we merged.
+  await gitOrFail(
+    projectRoot,
+    ["update-ref", "-m", `pu: merge ${branch}`, `refs/heads/${baseBranch}`, newCommit, baseCommit],
+    `cannot move ${baseBranch} to the merge result`,
+    `${baseBranch} may have moved meanwhile; try the merge again`,
+  );
+  return { commit: newCommit, alreadyUpToDate: false };
+}
