@@ -1,0 +1,92 @@
+import { describe, expect, it } from "vitest";
+import { OutputRing } from "../src/output-ring.js";
+
+const text = (buf: Buffer) => buf.toString("latin1");
+
+describe("OutputRing", () => {
+  it("hands back what was appended, with absolute offsets", () => {
+    const ring = new OutputRing(16);
+    ring.append(Buffer.from("hello "));
+    ring.append(Buffer.from("world"));
+    expect(ring.startOffset).toBe(0);
+    expect(ring.endOffset).toBe(11);
+    expect(text(ring.read().data)).toBe("hello world");
+    const { data, offset } = ring.read(6);
+    expect([text(data), offset]).toEqual(["world", 6]);
+    expect(text(ring.read(2, 3).data)).toBe("llo");
+  });
+
+  it("keeps only the newest bytes once it wraps, and offsets keep counting", () => {
+    const ring = new OutputRing(10);
+    ring.append(Buffer.from("0123456789"));
+    ring.append(Buffer.from("abcd"));
+    expect(ring.endOffset).toBe(14);
+    expect(ring.startOffset).toBe(4);
+    expect(text(ring.read().data)).toBe("456789abcd");
+    // A read across the physical end of the buffer comes back in order.
+    expect(text(ring.read(8, 4).data)).toBe("89ab");
+  });
+
+  it("clamps a read of overwritten bytes up to the oldest byte held", () => {
+    const ring = new OutputRing(8);
+    ring.append(Buffer.from("abcdefghijkl"));
+    const { data, offset } = ring.read(0);
+    expect(offset).toBe(4);
+    expect(text(data)).toBe("efghijkl");
+  });
+
+  it("returns nothing (at the end offset) for a read past the end", () => {
+    const ring = new OutputRing(8);
+    ring.append(Buffer.from("abc"));
+    const { data, offset } = ring.read(100);
+    expect(data.length).toBe(0);
+    expect(offset).toBe(3);
+  });
+
+  it("keeps the tail of a chunk larger than the whole ring", () => {
+    const ring = new OutputRing(4);
+    ring.append(Buffer.from("xy"));
+    ring.append(Buffer.from("0123456789"));
+    expect(ring.endOffset).toBe(12);
+    expect(ring.startOffset).toBe(8);
+    expect(text(ring.read().data)).toBe("6789");
+    ring.append(Buffer.from("A"));
+    expect(text(ring.read().data)).toBe("789A");
+  });
+
+  it("copies on append, so the caller may reuse its buffer", () => {
+    const ring = new OutputRing(8);
+    const chunk = Buffer.from("abc");
+    ring.append(chunk);
+    chunk.fill(0x7a);
+    expect(text(ring.read().data)).toBe("abc");
+  });
+
+  it("tail and lastBytes return the newest bytes", () => {
+    const ring = new OutputRing(8);
+    ring.append(Buffer.from("one two three"));
+    expect(text(ring.tail(5).data)).toBe("three");
+    expect(ring.tail(5).offset).toBe(8);
+    expect(text(ring.tail(100).data)).toBe("wo three");
+    expect(text(ring.lastBytes(3))).toBe("ree");
+  });
+
+  it("matches a straightforward model over many random appends", () => {
+    const ring = new OutputRing(37);
+    let all = "";
+    let seed = 7;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let i = 0; i < 500; i++) {
+      const length = Math.floor(random() * 60);
+      const piece = Array.from({ length }, (_, k) => String.fromCharCode(97 + ((i + k) % 26))).join("");
+      ring.append(Buffer.from(piece));
+      all += piece;
+      const from = Math.floor(random() * all.length);
+      const { data, offset } = ring.read(from, 20);
+      const start = Math.max(from, all.length - 37);
+      expect(offset).toBe(Math.min(start, all.length));
+      expect(text(data)).toBe(all.slice(start, start + 20));
+    }
+    expect(ring.endOffset).toBe(all.length);
+  });
+});
