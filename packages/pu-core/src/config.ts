@@ -1,0 +1,197 @@
+// Project configuration, `.pu/config.yaml`. A missing file means defaults; every
+// problem in a present file is a CONFIG_ERROR naming the file and the field.
+import { readFile } from "node:fs/promises";
+import { parse as parseYaml, YAMLParseError } from "yaml";
+import { z } from "zod";
+import { PuError } from "./errors.js";
+import { describeFirstIssue } from "./manifest.js";
+import { configPath } from "./paths.js";
+import { DEFAULT_IDLE_THRESHOLD_SECONDS } from "./status.js";
+
+export const DEFAULT_OUTPUT_BUFFER_BYTES = 1024 * 1024;
+
+/**
+ * How an agent type is launched.
+ * - `interactive: true`: the prompt is typed into the PTY once the program is up.
+ * - `interactive: false`: the prompt goes on the command line, after `promptFlag`
+ *   when set, else as the last positional argument.
+ * - `resumeArgs`: arguments (after `command`) that resume the previous session;
+ *   the token `{sessionId}` is replaced by the agent's session id.
+ */
+export interface AgentTypeConfig {
+  command: string;
+  promptFlag?: string;
+  interactive: boolean;
+  launchArgs: string[];
+  resumeArgs?: string[];
+}
+
+export const SESSION_ID_PLACEHOLDER = "{sessionId}";
+
+export function builtinAgentTypes(env: NodeJS.ProcessEnv = process.env): Record<string, AgentTypeConfig> {
+  const shell = env.SHELL && env.SHELL.trim() !== "" ? env.SHELL : "/bin/sh";
+  return {
+    claude: { command: "claude", interactive: true, launchArgs: [], resumeArgs: ["--resume", SESSION_ID_PLACEHOLDER] },
+    codex: { command: "codex", interactive: false, launchArgs: [], resumeArgs: ["resume", "--last"] },
+    opencode: {
+      command: "opencode",
+      promptFlag: "--prompt",
+      interactive: false,
+      launchArgs: [],
+      resumeArgs: ["--continue"],
+    },
+    terminal: { command: shell, interactive: true, launchArgs: [] },
+  };
+}
+
+export const BUILTIN_AGENT_TYPES: Readonly<Record<string, AgentTypeConfig>> = builtinAgentTypes();
+
+// Fields are optional here so a config can tweak a built-in (say, only its launchArgs);
+// a custom type without a command is rejected after merging.
+const AgentTypeEntrySchema = z.looseObject({
+  command: z.string().min(1).optional(),
+  promptFlag: z.string().min(1).optional(),
+  interactive: z.boolean().optional(),
+  launchArgs: z.array(z.string()).optional(),
+  resumeArgs: z.array(z.string()).optional(),
+});
+
+const RawConfigSchema = z.looseObject({
+  defaultAgent: z.string().min(1).default("claude"),
+  envFiles: z.array(z.string()).default([]),
+  agents: z.record(z.string().min(1), AgentTypeEntrySchema).default({}),
+  idleThresholdSeconds: z.number().positive().default(DEFAULT_IDLE_THRESHOLD_SECONDS),
+  outputBufferBytes: z.number().int().min(4096).default(DEFAULT_OUTPUT_BUFFER_BYTES),
+  defaultTrigger: z.string().min(1).optional(),
+});
+
+const AgentTypeConfigSchema = z.object({
+  command: z.string().min(1),
+  promptFlag: z.string().min(1).optional(),
+  interactive: z.boolean().default(true),
+  launchArgs: z.array(z.string()).default([]),
+  resumeArgs: z.array(z.string()).optional(),
+});
+
+export const ConfigSchema = z.object({
+  defaultAgent: z.string().min(1),
+  envFiles: z.array(z.string()),
+  /** Built-in agent types merged with the configured ones (configured fields win). */
+  agents: z.record(z.string(), AgentTypeConfigSchema),
+  idleThresholdSeconds: z.number().positive(),
+  outputBufferBytes: z.number().int().positive(),
+  defaultTrigger: z.string().optional(),
+});
+export type Config = z.infer<typeof ConfigSchema>;
+
+export const DEFAULT_CONFIG_YAML = `# pu project configuration. Every key is optional; shown are the defaults.
+
+# Agent type used by \`pu spawn\` when no --agent is given:
+# claude, codex, opencode, terminal, or a name defined under \`agents\`.
+defaultAgent: claude
+
+# Files copied from the project root into every new worktree (e.g. .env).
+envFiles: []
+
+# Seconds without meaningful output after which a live agent counts as waiting.
+idleThresholdSeconds: ${DEFAULT_IDLE_THRESHOLD_SECONDS}
+
+# Bytes of output kept per agent for \`pu logs\` and \`pu attach\`.
+outputBufferBytes: ${DEFAULT_OUTPUT_BUFFER_BYTES}
+
+# Trigger bound to new agents unless spawned with --no-trigger.
+# defaultTrigger: review
+
+# Custom agent types, or tweaks to the built-in ones.
+# agents:
+#   aider:
+#     command: aider
+#     promptFlag: --message   # omit to pass the prompt as a positional argument
+#     interactive: false      # true: the prompt is typed into the terminal instead
+#     launchArgs: [--no-auto-commits]
+#     resumeArgs: [--restore-chat-history]
+#   claude:
+#     launchArgs: [--model, opus]
+`;
+
+function configError(filePath: string, detail: string, cause?: unknown): PuError {
+  return new PuError("CONFIG_ERROR", `config ${filePath}: ${detail}`, cause === undefined ? undefined : { cause });
+}
+
+/** Parses config text (YAML) into a Config with defaults and built-ins merged in. */
+export function parseConfig(text: string, filePath: string, env: NodeJS.ProcessEnv = process.env): Config {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    if (error instanceof YAMLParseError) {
+      const where = error.linePos?.[0] ? `line ${error.linePos[0].line}, column ${error.linePos[0].col}: ` : "";
+      throw configError(filePath, `not valid YAML: ${where}${error.code}`, error);
+    }
+    throw configError(filePath, `not valid YAML: ${(error as Error).message}`, error);
+  }
+  if (raw === null || raw === undefined) raw = {};
+  if (typeof raw !== "object" || Array.isArray(raw)) {
+    throw configError(filePath, "expected a mapping of settings at the top level");
+  }
+  const parsed = RawConfigSchema.safeParse(raw);
+  if (!parsed.success) throw configError(filePath, describeFirstIssue(parsed.error), parsed.error);
+  const rawConfig = parsed.data;
+
+  const agents: Record<string, AgentTypeConfig> = { ...builtinAgentTypes(env) };
+  for (const [name, entry] of Object.entries(rawConfig.agents)) {
+    const base = Object.hasOwn(agents, name) ? agents[name] : undefined;
+    const defined = Object.fromEntries(Object.entries(entry).filter(([, value]) => value !== undefined));
+    const merged = AgentTypeConfigSchema.safeParse({ ...base, ...defined });
+    if (!merged.success) {
+      const issue = merged.error.issues[0];
+      const field = ["agents", name, ...(issue?.path.map(String) ?? [])].join(".");
+      throw configError(filePath, `${field}: ${issue?.message ?? "invalid"}`, merged.error);
+    }
+    agents[name] = merged.data;
+  }
+  if (!Object.hasOwn(agents, rawConfig.defaultAgent)) {
+    throw configError(
+      filePath,
+      `defaultAgent: unknown agent type '${rawConfig.defaultAgent}' (known: ${Object.keys(agents).join(", ")})`,
+    );
+  }
+  const config: Config = {
+    defaultAgent: rawConfig.defaultAgent,
+    envFiles: rawConfig.envFiles,
+    agents,
+    idleThresholdSeconds: rawConfig.idleThresholdSeconds,
+    outputBufferBytes: rawConfig.outputBufferBytes,
+  };
+  if (rawConfig.defaultTrigger !== undefined) config.defaultTrigger = rawConfig.defaultTrigger;
+  return config;
+}
+
+/** The project's config; a missing `.pu/config.yaml` gives the defaults. */
+export async function loadConfig(root: string, env: NodeJS.ProcessEnv = process.env): Promise<Config> {
+  const path = configPath(root);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return parseConfig("", path, env);
+    throw new PuError("IO_ERROR", `cannot read ${path}: ${(error as Error).message}`, { cause: error });
+  }
+  return parseConfig(text, path, env);
+}
+
+export function defaultConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return parseConfig("", "(defaults)", env);
+}
+
+/** The launch settings for agent type `name`; INVALID_ARGUMENT when there is no such type. */
+export function resolveAgentType(config: Config, name: string): AgentTypeConfig {
+  const found = Object.hasOwn(config.agents, name) ? config.agents[name] : undefined;
+  if (!found) {
+    throw new PuError(
+      "INVALID_ARGUMENT",
+      `unknown agent type '${name}' (known: ${Object.keys(config.agents).join(", ")})`,
+    );
+  }
+  return found;
+}

@@ -1,0 +1,126 @@
+// Where pu keeps things: the user-level home ($PU_HOME, default ~/.pu) and the
+// per-project `.pu/` directory. Tests always point PU_HOME at a temp dir.
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { PuError } from "./errors.js";
+
+export function puHome(env: NodeJS.ProcessEnv = process.env): string {
+  const fromEnv = env.PU_HOME;
+  return fromEnv && fromEnv.trim() !== "" ? resolve(fromEnv) : join(homedir(), ".pu");
+}
+
+/**
+ * Creates the home with mode 0700 if missing. An existing home that others can
+ * write to (or that belongs to someone else) is refused: the daemon socket and
+ * global definitions there would let another user drive our agents.
+ */
+export function ensurePuHome(home: string): void {
+  try {
+    mkdirSync(home, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new PuError("IO_ERROR", `cannot create pu home ${home}: ${(error as Error).message}`, { cause: error });
+  }
+  const info = statSync(home);
+  if (!info.isDirectory()) {
+    throw new PuError("CONFIG_ERROR", `pu home ${home} is not a directory`);
+  }
+  const uid = process.getuid?.();
+  if (uid !== undefined && info.uid !== uid) {
+    throw new PuError("CONFIG_ERROR", `pu home ${home} is owned by uid ${info.uid}, not by you (uid ${uid})`);
+  }
+  if ((info.mode & 0o022) !== 0) {
+    const mode = (info.mode & 0o777).toString(8).padStart(4, "0");
+    throw new PuError(
+      "CONFIG_ERROR",
+      `pu home ${home} is group- or world-writable (mode ${mode}); run \`chmod 700 ${home}\` or set PU_HOME elsewhere`,
+    );
+  }
+}
+
+export function socketPath(home: string): string {
+  return join(home, "daemon.sock");
+}
+
+export function pidPath(home: string): string {
+  return join(home, "daemon.pid");
+}
+
+export function logPath(home: string): string {
+  return join(home, "daemon.log");
+}
+
+/** `projects.json`: the projects the daemon has served (for recovery and schedules). */
+export function projectsPath(home: string): string {
+  return join(home, "projects.json");
+}
+
+export const PU_DIR_NAME = ".pu";
+
+export function puDir(root: string): string {
+  return join(root, PU_DIR_NAME);
+}
+
+export function manifestPath(root: string): string {
+  return join(puDir(root), "manifest.json");
+}
+
+export function configPath(root: string): string {
+  return join(puDir(root), "config.yaml");
+}
+
+export function worktreesDir(root: string): string {
+  return join(puDir(root), "worktrees");
+}
+
+export type DefinitionKind = "template" | "agent" | "swarm" | "trigger" | "schedule";
+
+/** Definition directories are the plural of the kind: `templates/`, `agents/`, ... */
+export function definitionDirName(kind: DefinitionKind): string {
+  return `${kind}s`;
+}
+
+/**
+ * The directory holding definitions of `kind`. `base` is either `{ projectRoot }`
+ * (→ `<root>/.pu/<kind>s`), `{ home }` (→ `<home>/<kind>s`), or a string naming the
+ * directory that directly contains the kind directories (the home, or a `.pu` dir).
+ */
+export function definitionsDir(
+  base: string | { projectRoot: string } | { home: string },
+  kind: DefinitionKind,
+): string {
+  const parent = typeof base === "string" ? base : "projectRoot" in base ? puDir(base.projectRoot) : base.home;
+  return join(parent, definitionDirName(kind));
+}
+
+/** The nearest directory at or above `startDir` holding `.pu/manifest.json`. */
+export function findProjectRoot(startDir: string): string | undefined {
+  let dir = resolve(startDir);
+  for (;;) {
+    if (existsSync(manifestPath(dir))) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+export interface ProjectRootSources {
+  /** `--project DIR` from the command line. */
+  flag?: string | undefined;
+  env?: NodeJS.ProcessEnv;
+  cwd?: string;
+}
+
+/** `--project`, else `$PU_PROJECT_ROOT`, else the nearest initialized ancestor of the cwd. */
+export function resolveProjectRoot(sources: ProjectRootSources = {}): string {
+  const cwd = sources.cwd ?? process.cwd();
+  const env = sources.env ?? process.env;
+  if (sources.flag && sources.flag.trim() !== "") return resolve(cwd, sources.flag);
+  const fromEnv = env.PU_PROJECT_ROOT;
+  if (fromEnv && fromEnv.trim() !== "") return resolve(cwd, fromEnv);
+  const found = findProjectRoot(cwd);
+  if (found === undefined) {
+    throw new PuError("NOT_INITIALIZED", `no pu project at or above ${resolve(cwd)}; run \`pu init\``);
+  }
+  return found;
+}
