@@ -1,0 +1,378 @@
+/**
+ * One running agent: its PTY process, the ring holding its recent output, its
+ * activity clock, and the viewers attached to it.
+ *
+ * Output flows PTY → ring → viewers. Viewers are pumped from the ring at their
+ * own pace, so a slow or stalled viewer costs nothing but its position in the
+ * ring: it never blocks the PTY or the other viewers, and when the ring
+ * overwrites bytes it still needed it skips ahead and is told so.
+ */
+import { accessSync, constants as fsConstants, statSync } from "node:fs";
+import { delimiter, isAbsolute, join, resolve } from "node:path";
+import { constants as osConstants } from "node:os";
+import { setTimeout as sleep } from "node:timers/promises";
+import * as pty from "node-pty";
+import { ActivityTracker } from "@pu/core/activity";
+import { PuError } from "@pu/core/errors";
+import { OutputRing, DEFAULT_RING_BYTES } from "./output-ring.js";
+import { killProcessGroup, killProcessTree, waitForGroupGone } from "./process-info.js";
+
+export interface SpawnOptions {
+  agentId: string;
+  file: string;
+  args: string[];
+  cwd: string;
+  env: Record<string, string>;
+  cols?: number;
+  rows?: number;
+  ringBytes?: number;
+}
+
+/** Where a viewer's bytes go: typically one attached client connection. */
+export interface ViewerSink {
+  /** Returns false when the sink is over its high-water mark (the viewer then waits for onDrain). */
+  sendOutput(data: Buffer, offset: number): boolean;
+  sendNotice(message: string, skippedBytes: number): void;
+  sendExit(exitCode: number): void;
+  /** Bytes sent but not yet flushed to the client. */
+  bufferedBytes(): number;
+  /**
+   * One-shot: call `cb` once, the next time the sink has drained. The viewer
+   * registers again each time it pauses. (Calling it more often is harmless.)
+   */
+  onDrain(cb: () => void): void;
+}
+
+export interface Viewer {
+  /** Offset the replay starts at (later than asked when the ring no longer holds it). */
+  readonly startOffset: number;
+  /** Offset of the next byte this viewer will be sent. */
+  readonly nextOffset: number;
+  readonly closed: boolean;
+  close(): void;
+}
+
+/** Largest piece of output sent to a viewer at once. */
+export const VIEWER_CHUNK_BYTES = 64 * 1024;
+/** A viewer stops being fed while its sink holds this much unsent data. */
+export const VIEWER_MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
+
+type OutputListener = (chunk: Buffer, offset: number) => void;
+type ExitListener = (exitCode: number) => void;
+
+export class AgentSession {
+  readonly agentId: string;
+  readonly pid: number;
+  readonly ring: OutputRing;
+  readonly activity = new ActivityTracker();
+  readonly exited: Promise<number>;
+
+  private _cols: number;
+  private _rows: number;
+  private _exitCode: number | null = null;
+  /** Set as soon as node-pty reports the exit: the PTY fd is gone even while output drains. */
+  private ptyClosed = false;
+  private lastDataAt = 0;
+  private readonly outputListeners = new Set<OutputListener>();
+  private readonly exitListeners = new Set<ExitListener>();
+  private readonly viewers = new Set<RingViewer>();
+  private resolveExited!: (code: number) => void;
+
+  private constructor(
+    private readonly term: pty.IPty,
+    agentId: string,
+    cols: number,
+    rows: number,
+    ringBytes: number,
+  ) {
+    this.agentId = agentId;
+    this.pid = term.pid;
+    this._cols = cols;
+    this._rows = rows;
+    this.ring = new OutputRing(ringBytes);
+    this.exited = new Promise((resolveExited) => (this.resolveExited = resolveExited));
+    // With encoding null node-pty hands us Buffers; its typings still say string.
+    term.onData((data: string | Buffer) => this.handleData(typeof data === "string" ? Buffer.from(data) : data));
+    term.onExit(({ exitCode, signal }) => {
+      this.ptyClosed = true;
+      void this.handleExit(signal ? 128 + signal : exitCode);
+    });
+  }
+
+  /** Starts the program on a new PTY; throws SPAWN_FAILED when it cannot be started at all. */
+  static spawn(opts: SpawnOptions): AgentSession {
+    const cols = opts.cols ?? 120;
+    const rows = opts.rows ?? 40;
+    checkSpawnable(opts.file, opts.cwd, opts.env);
+    let term: pty.IPty;
+    try {
+      term = pty.spawn(opts.file, opts.args, {
+        name: opts.env.TERM ?? "xterm-256color",
+        cols,
+        rows,
+        cwd: opts.cwd,
+        env: opts.env,
+        // Raw bytes in and out: no decode/re-encode, and split UTF-8 sequences stay intact.
+        encoding: null,
+      } as pty.IPtyForkOptions);
+    } catch (err) {
+      throw new PuError("SPAWN_FAILED", `cannot start ${opts.file}: ${(err as Error).message}`, { cause: err });
+    }
+    return new AgentSession(term, opts.agentId, cols, rows, opts.ringBytes ?? DEFAULT_RING_BYTES);
+  }
+
+  get cols(): number {
+    return this._cols;
+  }
+
+  get rows(): number {
+    return this._rows;
+  }
+
+  /** The exit code (128 + signal when killed by a signal); null while running. */
+  get exitCode(): number | null {
+    return this._exitCode;
+  }
+
+  /** Called after each chunk has been appended to the ring; returns an unsubscribe function. */
+  onOutput(cb: OutputListener): () => void {
+    this.outputListeners.add(cb);
+    return () => this.outputListeners.delete(cb);
+  }
+
+  /** Called once when the process has exited and its last output is in the ring. */
+  onExit(cb: ExitListener): () => void {
+    if (this._exitCode !== null) {
+      const code = this._exitCode;
+      queueMicrotask(() => cb(code));
+      return () => {};
+    }
+    this.exitListeners.add(cb);
+    return () => this.exitListeners.delete(cb);
+  }
+
+  write(data: Buffer | string): void {
+    if (this.ptyClosed) return;
+    // node-pty's typings only admit strings, but its write stream passes Buffers through untouched.
+    this.term.write(data as string);
+  }
+
+  resize(cols: number, rows: number): void {
+    if (!Number.isInteger(cols) || !Number.isInteger(rows) || cols <= 0 || rows <= 0) {
+      throw new PuError("INVALID_ARGUMENT", `invalid terminal size ${cols}x${rows}`);
+    }
+    if (this.ptyClosed) return;
+    try {
+      this.term.resize(cols, rows);
+    } catch {
+      // The process exited between our check and the ioctl; a resize no longer matters.
+      return;
+    }
+    this._cols = cols;
+    this._rows = rows;
+  }
+
+  /**
+   * SIGTERM to the agent's process group, up to `graceMs` for the group to go,
+   * then SIGKILL to whatever is left. Resolves with the exit code.
+   */
+  async kill({ graceMs = 5000 }: { graceMs?: number } = {}): Promise<number> {
+    const deadline = Date.now() + graceMs;
+    if (this._exitCode === null) killProcessGroup(this.pid, "SIGTERM");
+    // Children of the agent get the same grace as the agent itself.
+    const leaderGone = await Promise.race([this.exited.then(() => true), sleep(graceMs).then(() => false)]);
+    const groupGone = leaderGone && (await waitForGroupGone(this.pid, deadline));
+    if (!groupGone) killProcessTree(this.pid, "SIGKILL");
+    const code = await this.exited;
+    await waitForGroupGone(this.pid, Date.now() + 2000);
+    return code;
+  }
+
+  /**
+   * Lets go of everything: viewers are closed (without an exit event), listeners
+   * dropped, and a process still running is killed outright so nothing is orphaned.
+   * For shutdown after kill(); the ring stays readable.
+   */
+  dispose(): void {
+    for (const viewer of [...this.viewers]) viewer.close();
+    this.outputListeners.clear();
+    this.exitListeners.clear();
+    if (!this.ptyClosed) killProcessTree(this.pid, "SIGKILL");
+  }
+
+  /**
+   * Attaches a viewer that is sent everything from `fromOffset` (default: all the
+   * ring holds) and then live output. Sending starts on the next turn of the event
+   * loop, so the caller can reply to the attach request first.
+   */
+  addViewer(fromOffset: number | undefined, sink: ViewerSink): Viewer {
+    const start = Math.min(Math.max(fromOffset ?? this.ring.startOffset, this.ring.startOffset), this.ring.endOffset);
+    const viewer = new RingViewer(this, sink, start, () => this.viewers.delete(viewer));
+    this.viewers.add(viewer);
+    setImmediate(() => viewer.start());
+    return viewer;
+  }
+
+  get viewerCount(): number {
+    return this.viewers.size;
+  }
+
+  private handleData(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    this.lastDataAt = Date.now();
+    const offset = this.ring.endOffset;
+    this.ring.append(chunk);
+    this.activity.observe(chunk);
+    for (const listener of this.outputListeners) {
+      safely(() => listener(chunk, offset));
+    }
+    for (const viewer of this.viewers) viewer.pump();
+  }
+
+  private async handleExit(code: number): Promise<void> {
+    // node-pty can report the exit before the last read from the PTY has been
+    // delivered; wait for the data to go quiet so the tail lands in the ring first.
+    const drainUntil = Date.now() + 250;
+    do {
+      await sleep(20);
+    } while (Date.now() - this.lastDataAt < 20 && Date.now() < drainUntil);
+    this._exitCode = code;
+    this.resolveExited(code);
+    for (const listener of this.exitListeners) {
+      safely(() => listener(code));
+    }
+    this.exitListeners.clear();
+    this.outputListeners.clear();
+    for (const viewer of this.viewers) viewer.pump();
+  }
+}
+
+/** A viewer's cursor into the ring; holds no copy of the output itself. */
+class RingViewer implements Viewer {
+  readonly startOffset: number;
+  private next: number;
+  private started = false;
+  private pumping = false;
+  private waitingForDrain = false;
+  private _closed = false;
+
+  constructor(
+    private readonly session: AgentSession,
+    private readonly sink: ViewerSink,
+    start: number,
+    private readonly onClose: () => void,
+  ) {
+    this.startOffset = start;
+    this.next = start;
+  }
+
+  get nextOffset(): number {
+    return this.next;
+  }
+
+  get closed(): boolean {
+    return this._closed;
+  }
+
+  start(): void {
+    this.started = true;
+    this.pump();
+  }
+
+  close(): void {
+    if (this._closed) return;
+    this._closed = true;
+    this.onClose();
+  }
+
+  pump(): void {
+    // Should a sink ever fail to report its drain, new output still revives the viewer
+    // once the sink is back under the bound.
+    if (this.waitingForDrain && this.sink.bufferedBytes() < VIEWER_MAX_BUFFERED_BYTES) this.waitingForDrain = false;
+    if (!this.started || this._closed || this.pumping || this.waitingForDrain) return;
+    this.pumping = true;
+    try {
+      this.pumpLoop();
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private pumpLoop(): void {
+    const ring = this.session.ring;
+    while (!this._closed) {
+      if (this.next < ring.startOffset) {
+        const skipped = ring.startOffset - this.next;
+        this.next = ring.startOffset;
+        this.sink.sendNotice(`viewer fell behind; skipped ${skipped} bytes`, skipped);
+      }
+      if (this.next >= ring.endOffset) {
+        const exitCode = this.session.exitCode;
+        if (exitCode !== null) {
+          this.sink.sendExit(exitCode);
+          this.close();
+        }
+        return;
+      }
+      if (this.sink.bufferedBytes() >= VIEWER_MAX_BUFFERED_BYTES) {
+        this.waitForDrain();
+        return;
+      }
+      const { data, offset } = ring.read(this.next, VIEWER_CHUNK_BYTES);
+      this.next = offset + data.length;
+      if (!this.sink.sendOutput(data, offset)) {
+        this.waitForDrain();
+        return;
+      }
+    }
+  }
+
+  private waitForDrain(): void {
+    this.waitingForDrain = true;
+    this.sink.onDrain(() => {
+      if (!this.waitingForDrain) return;
+      this.waitingForDrain = false;
+      this.pump();
+    });
+  }
+}
+
+function safely(fn: () => void): void {
+  try {
+    fn();
+  } catch (err) {
+    // A failing listener must not take the PTY's data path down with it.
+    queueMicrotask(() => {
+      throw err;
+    });
+  }
+}
+
+/**
+ * node-pty reports an unstartable program only as output plus exit code 1, so
+ * the obvious failures are checked up front to give the user a real error.
+ */
+function checkSpawnable(file: string, cwd: string, env: Record<string, string>): void {
+  try {
+    if (!statSync(cwd).isDirectory()) throw new Error("not a directory");
+  } catch (err) {
+    throw new PuError("SPAWN_FAILED", `cannot start ${file}: working directory ${cwd}: ${(err as Error).message}`);
+  }
+  const candidates = file.includes("/")
+    ? [isAbsolute(file) ? file : resolve(cwd, file)]
+    : (env.PATH ?? "").split(delimiter).filter(Boolean).map((dir) => join(isAbsolute(dir) ? dir : resolve(cwd, dir), file));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, fsConstants.X_OK);
+      if (statSync(candidate).isFile()) return;
+    } catch {
+      // try the next PATH entry
+    }
+  }
+  throw new PuError("SPAWN_FAILED", `cannot start ${file}: command not found or not executable`);
+}
+
+/** Signal number for a name, e.g. for tests comparing against 128 + n. */
+export function signalNumber(name: NodeJS.Signals): number {
+  return osConstants.signals[name];
+}
