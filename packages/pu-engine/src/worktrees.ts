@@ -5,7 +5,7 @@ import { existsSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
-import { simpleGit, type SimpleGit } from "simple-git";
+import { GitError, simpleGit, type SimpleGit } from "simple-git";
 import { PuError } from "@pu/core/errors";
 import type { DiffFile, WorktreeDiff } from "@pu/ipc/protocol";
 
@@ -13,13 +13,14 @@ import type { DiffFile, WorktreeDiff } from "@pu/ipc/protocol";
 // Running git
 
 /** A git command that exited non-zero; kept internal, callers see PuError. */
-class GitCommandError extends Error {
+// Extends GitError because simple-git wraps any other error type and loses the exit code.
+class GitCommandError extends GitError {
   constructor(
     readonly exitCode: number,
     readonly stdout: string,
     readonly stderr: string,
   ) {
-    super(firstLine(stderr) || firstLine(stdout) || `git exited with status ${exitCode}`);
+    super(undefined, firstLine(stderr) || firstLine(stdout) || `git exited with status ${exitCode}`);
     this.name = "GitCommandError";
   }
 }
@@ -30,7 +31,7 @@ function firstLine(text: string): string {
 
 // simple-git resolves a command that exits non-zero with an empty stderr (e.g. `--quiet`
 // probes) as a success, so every command is made to reject on any non-zero exit.
-function gitAt(dir: string, env?: Record<string, string>): SimpleGit {
+function gitAt(dir: string, extraEnv?: Record<string, string>): SimpleGit {
   const git = simpleGit({
     baseDir: dir,
     errors: (error, result) => {
@@ -41,8 +42,26 @@ function gitAt(dir: string, env?: Record<string, string>): SimpleGit {
         Buffer.concat(result.stdErr).toString("utf8"),
       );
     },
+    // An explicit environment is screened by simple-git as if it were untrusted input; this one
+    // is the daemon's own, and dropping config-location variables would change which config applies.
+    unsafe: { allowUnsafeConfigPaths: true, allowUnsafeConfigEnvCount: true },
   });
-  return env ? git.env({ ...(process.env as Record<string, string>), ...env }) : git;
+  return extraEnv ? git.env({ ...nonInteractiveEnv(), ...extraEnv }) : git;
+}
+
+// Editors, pagers, credential prompts and transports: nothing pu runs with an explicit
+// environment needs them, and simple-git refuses an explicit environment that sets them.
+const INTERACTIVE_ENV = new Set([
+  "EDITOR", "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "PAGER", "GIT_PAGER", "GIT_ASKPASS", "SSH_ASKPASS",
+  "GIT_SSH", "GIT_SSH_COMMAND", "GIT_PROXY_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_TEMPLATE_DIR",
+]);
+
+function nonInteractiveEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value !== undefined && !INTERACTIVE_ENV.has(key.toUpperCase())) env[key] = value;
+  }
+  return env;
 }
 
 async function git(dir: string, args: string[], env?: Record<string, string>): Promise<string> {
@@ -189,6 +208,7 @@ export async function createWorktree(options: CreateWorktreeOptions): Promise<Cr
     throw new PuError("INVALID_ARGUMENT", `branch ${branch} already exists; choose another --name`);
   }
   const base = options.base ?? (await currentBranch(projectRoot)) ?? "HEAD";
+  if (base.startsWith("-")) throw new PuError("INVALID_ARGUMENT", `base ref "${base}" is not a branch or commit; pass one to --base`);
   const baseCommit = await revParse(projectRoot, base);
   if (!baseCommit) {
     throw new PuError("INVALID_ARGUMENT", `base ref "${base}" does not exist in ${projectRoot}; pass an existing branch or commit to --base`);
@@ -212,7 +232,8 @@ export async function createWorktree(options: CreateWorktreeOptions): Promise<Cr
 
 /** The local branch a ref names ("main", "refs/heads/main"), or null for commits, tags and remote branches. */
 async function localBranchNamed(dir: string, ref: string): Promise<string | null> {
-  const r = await gitProbe(dir, ["rev-parse", "--symbolic-full-name", "--end-of-options", ref]);
+  // (rev-parse echoes --end-of-options here, so callers keep option-like refs out instead.)
+  const r = await gitProbe(dir, ["rev-parse", "--symbolic-full-name", ref]);
   const full = r.stdout.trim();
   return r.ok && full.startsWith("refs/heads/") ? full.slice("refs/heads/".length) : null;
 }
