@@ -1,0 +1,210 @@
+import fs from "node:fs";
+import { isPuError, PuError } from "@pu/core/errors";
+import { ensurePuHome, logPath, pidPath, projectsPath, puHome, socketPath } from "@pu/core/paths";
+import { DAEMON_VERSION, PROTOCOL_VERSION } from "@pu/ipc/protocol";
+import { createServer, type IpcServer } from "@pu/ipc/server";
+import { openDaemonLog, type DaemonLog } from "./daemon-log.js";
+import { createHandlers } from "./handlers.js";
+import { stopAgents } from "./handlers/kill.js";
+import { isAlive } from "./process-info.js";
+import { ProjectRegistry } from "./projects.js";
+import { recoverProjects } from "./recovery.js";
+import { EngineState } from "./state.js";
+
+/** How long a stopping agent gets between SIGTERM and SIGKILL. */
+export const STOP_GRACE_MS = 5000;
+
+export interface Daemon {
+  readonly home: string;
+  readonly state: EngineState;
+  /** Replies are already sent; stops accepting, stops agents (recorded as suspended), removes pid + socket. */
+  stop(reason?: string): Promise<void>;
+  /** Settles when the daemon has fully stopped. */
+  readonly stopped: Promise<void>;
+}
+
+/** Reads `/proc/<pid>/cmdline`: is this process a pu daemon (and not some process that got a reused pid)? */
+function isPuEngineProcess(pid: number): boolean {
+  if (!isAlive(pid)) return false;
+  let cmdline: string;
+  try {
+    cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    // No /proc to ask: a live pid is assumed to be the daemon rather than risk two.
+    return true;
+  }
+  return cmdline.split("\0").some((arg) => arg.includes("pu-engine"));
+}
+
+function readPidFile(file: string): { text: string; pid: number | null } | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw err;
+  }
+  const pid = Number.parseInt(text.trim(), 10);
+  return { text, pid: Number.isInteger(pid) && pid > 0 ? pid : null };
+}
+
+/**
+ * Creates `daemon.pid` exclusively. A pid file naming a live pu-engine means another
+ * daemon owns this home; one naming a dead process (or a reused pid) is stale and replaced.
+ */
+function acquirePidFile(home: string): string {
+  const file = pidPath(home);
+  for (let attempt = 0; attempt < 5; attempt++) {
+    try {
+      const fd = fs.openSync(file, "wx", 0o600);
+      try {
+        fs.writeSync(fd, `${process.pid}\n`);
+      } finally {
+        fs.closeSync(fd);
+      }
+      return file;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    }
+    const holder = readPidFile(file);
+    if (holder === null) continue; // removed meanwhile: try again
+    if (holder.pid !== null && holder.pid !== process.pid && isPuEngineProcess(holder.pid)) {
+      throw new PuError(
+        "INVALID_STATE",
+        `a pu daemon is already running for ${home} (pid ${holder.pid}); stop it with \`pu daemon stop\` first`,
+      );
+    }
+    // Stale. Unlink only if it still holds what we judged, so a daemon that just won the race keeps its file.
+    const again = readPidFile(file);
+    if (again !== null && again.text === holder.text) fs.rmSync(file, { force: true });
+  }
+  throw new PuError("INVALID_STATE", `could not take ${file}: another daemon keeps starting for ${home}`);
+}
+
+function removeIfOurs(file: string): void {
+  try {
+    if (readPidFile(file)?.pid === process.pid) fs.rmSync(file, { force: true });
+  } catch {
+    // best effort on the way out
+  }
+}
+
+export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
+  await ensurePuHome(home);
+  const pidFile = acquirePidFile(home);
+  let log: DaemonLog | undefined;
+  let server: IpcServer | undefined;
+  const sock = socketPath(home);
+  let state: EngineState;
+  try {
+    log = openDaemonLog(logPath(home));
+    log.event("start", { home, daemonVersion: DAEMON_VERSION, protocolVersion: PROTOCOL_VERSION, node: process.version });
+    const projects = new ProjectRegistry(projectsPath(home));
+    const loaded = await projects.load();
+    if (loaded.problem) log.event("projects_unreadable", { problem: loaded.problem });
+    state = new EngineState(home, projects, log);
+    // Before accepting connections: nobody may see (or act on) a manifest recovery has not reconciled.
+    await recoverProjects(state);
+    // We hold the pid file, so any socket file is a leftover of a dead daemon.
+    fs.rmSync(sock, { force: true });
+    const daemonLog = log;
+    server = createServer({
+      socketPath: sock,
+      handlers: createHandlers(state),
+      log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
+    });
+    await server.listen();
+    fs.chmodSync(sock, 0o600);
+  } catch (err) {
+    log?.event("start_failed", { error: err });
+    await server?.close().catch(() => undefined);
+    log?.close();
+    removeIfOurs(pidFile);
+    throw err;
+  }
+
+  const activeServer = server;
+  const activeLog = log;
+  let resolveStopped!: () => void;
+  const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
+  let stopping: Promise<void> | undefined;
+
+  const onSignal = (signal: NodeJS.Signals) => void daemon.stop(signal);
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  // A PTY master closing under us must not end the daemon.
+  process.on("SIGHUP", () => undefined);
+
+  const daemon: Daemon = {
+    home,
+    state,
+    stopped,
+    stop(reason = "request") {
+      stopping ??= (async () => {
+        state.stopping = true;
+        activeLog.event("shutdown_begin", { reason });
+        try {
+          await activeServer.close();
+        } catch (err) {
+          activeLog.event("server_close_failed", { error: err });
+        }
+        const result = await stopAgents(state, [...state.sessions.values()], "shutdown", STOP_GRACE_MS);
+        state.statusWatch.dispose();
+        for (const live of state.sessions.values()) live.session.dispose();
+        state.sessions.clear();
+        fs.rmSync(sock, { force: true });
+        removeIfOurs(pidFile);
+        process.off("SIGTERM", onSignal);
+        process.off("SIGINT", onSignal);
+        activeLog.event("shutdown", { reason, suspended: result.stopped.map((s) => s.agentId) });
+        activeLog.close();
+        resolveStopped();
+      })();
+      return stopping;
+    },
+  };
+  state.requestShutdown = () => {
+    // Let the reply to `shutdown` leave before the server closes.
+    setTimeout(() => void daemon.stop("shutdown request"), 20);
+  };
+  log.event("listening", { socket: sock, recoveredProjects: state.projects.list().length });
+  return daemon;
+}
+
+function parseArgs(argv: string[]): { home?: string } {
+  const out: { home?: string } = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? "";
+    if (arg === "--home") {
+      const value = argv[++i];
+      if (!value) throw new PuError("INVALID_ARGUMENT", "--home needs a directory");
+      out.home = value;
+    } else if (arg.startsWith("--home=")) {
+      out.home = arg.slice("--home=".length);
+    } else {
+      throw new PuError("INVALID_ARGUMENT", `unknown argument ${arg} (usage: pu-engine [--home DIR])`);
+    }
+  }
+  return out;
+}
+
+/** Entry point of `bin/pu-engine`: runs until shutdown, then exits the process. */
+export async function runDaemonFromArgv(argv: string[]): Promise<void> {
+  let daemon: Daemon;
+  try {
+    const args = parseArgs(argv);
+    const home = args.home ?? puHome(process.env);
+    // Children (agents) must see the same home as the daemon that owns them.
+    process.env.PU_HOME = home;
+    daemon = await startDaemon({ home });
+  } catch (err) {
+    const message = isPuError(err) || err instanceof Error ? err.message : String(err);
+    process.stderr.write(`pu-engine: ${message}\n`);
+    process.exit(1);
+  }
+  // One bad request (or a stray callback) must not take every agent down with it.
+  process.on("uncaughtException", (err) => daemon.state.log.event("uncaught_exception", { error: err }));
+  process.on("unhandledRejection", (err) => daemon.state.log.event("unhandled_rejection", { error: err }));
+  await daemon.stopped;
+  process.exit(0);
+}

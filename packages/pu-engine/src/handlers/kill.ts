@@ -1,0 +1,74 @@
+import { PuError } from "@pu/core/errors";
+import { listAgents, type AgentLocation, type Manifest } from "@pu/core/manifest";
+import type { KillResult, RequestOf } from "@pu/ipc/protocol";
+import { dropSession, type EngineState, type LiveAgent, type StopIntent } from "../state.js";
+
+/** SIGTERM → this long → SIGKILL. */
+export const KILL_GRACE_MS = 5000;
+
+/**
+ * Stops running agents in parallel (SIGTERM to the group, grace, SIGKILL) and waits
+ * until each exit is in the manifest; `intent` decides how it is recorded.
+ */
+export async function stopAgents(
+  state: EngineState,
+  agents: LiveAgent[],
+  intent: StopIntent,
+  graceMs: number = KILL_GRACE_MS,
+): Promise<{ stopped: { agentId: string; exitCode: number }[] }> {
+  const running = agents.filter((a) => a.session.exitCode === null);
+  const stopped = await Promise.all(
+    running.map(async (live) => {
+      live.stopIntent = intent;
+      const exitCode = await live.session.kill({ graceMs });
+      await live.exitRecorded;
+      return { agentId: live.agentId, exitCode };
+    }),
+  );
+  return { stopped };
+}
+
+/** The agents a kill target names: an agent id, a worktree id, "worktrees" or "all". */
+export function agentsForTarget(m: Manifest, target: string): { direct: boolean; agents: AgentLocation[] } {
+  const all = listAgents(m);
+  if (target === "all") return { direct: false, agents: all };
+  if (target === "worktrees") return { direct: false, agents: all.filter((a) => a.worktree) };
+  if (Object.hasOwn(m.worktrees, target)) return { direct: false, agents: all.filter((a) => a.worktree?.id === target) };
+  const agent = all.find((a) => a.agent.id === target);
+  if (agent) return { direct: true, agents: [agent] };
+  if (target.startsWith("wt-")) throw new PuError("WORKTREE_NOT_FOUND", `no worktree ${target} in ${m.projectRoot}`);
+  throw new PuError("AGENT_NOT_FOUND", `no agent or worktree ${target} in ${m.projectRoot}`);
+}
+
+export async function handleKill(state: EngineState, req: RequestOf<"kill">): Promise<KillResult> {
+  const root = await state.project(req.projectRoot);
+  const m = await state.store.read(root);
+  const { direct, agents } = agentsForTarget(m, req.target);
+  if (direct && req.callerAgentId === req.target) {
+    throw new PuError("INVALID_ARGUMENT", `refusing to kill the calling agent ${req.target}`);
+  }
+  const excluded = new Set(req.exclude ?? []);
+  if (req.callerAgentId) excluded.add(req.callerAgentId);
+
+  const skipped: KillResult["skipped"] = [];
+  const toStop: LiveAgent[] = [];
+  for (const { agent } of agents) {
+    if (!direct && excluded.has(agent.id)) {
+      skipped.push({ agentId: agent.id, reason: "excluded" });
+      continue;
+    }
+    const live = state.sessions.get(agent.id);
+    if (!live) {
+      skipped.push({ agentId: agent.id, reason: agent.suspended ? "suspended (not running)" : "not running" });
+    } else if (live.session.exitCode !== null) {
+      skipped.push({ agentId: agent.id, reason: `already exited (code ${live.session.exitCode})` });
+      // Killed again: the output of a process that is long gone is let go.
+      dropSession(state, agent.id);
+    } else {
+      toStop.push(live);
+    }
+  }
+  const { stopped } = await stopAgents(state, toStop, "kill");
+  state.log.event("kill", { projectRoot: root, target: req.target, killed: stopped });
+  return { killed: stopped, skipped };
+}

@@ -1,0 +1,13 @@
+import type { RequestOf, StatusReport } from "@pu/ipc/protocol";
+import type { ConnectionContext } from "@pu/ipc/server";
+import type { EngineState } from "../state.js";
+
+/** Replies with the report now; status_event frames follow on this connection until it closes. */
+export async function handleSubscribeStatus(
+  state: EngineState,
+  req: RequestOf<"subscribe_status">,
+  ctx: ConnectionContext,
+): Promise<StatusReport> {
+  const root = await state.project(req.projectRoot);
+  return state.statusWatch.subscribe(root, req.id, ctx, await state.store.read(root));
+}

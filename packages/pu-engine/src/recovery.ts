@@ -1,0 +1,90 @@
+import { listAgents, type AgentEntry } from "@pu/core/manifest";
+import { isAlive as isAliveStatus } from "@pu/core/status";
+import { loadConfig, resolveAgentType } from "@pu/core/config";
+import { isSameProcess, terminateProcessGroup } from "./process-info.js";
+import { nowIso, type EngineState } from "./state.js";
+
+export const LOST_ERROR = "lost: the daemon stopped while it was running";
+
+/** Grace for an orphan agent of a dead daemon: it gets SIGTERM first, like any kill. */
+const ORPHAN_GRACE_MS = 5000;
+
+/** A session can be picked up again: claude by its session id, others by their "continue last" command. */
+export function isResumable(agent: AgentEntry, hasResumeCommand: boolean): boolean {
+  if (agent.agentType === "claude") return typeof agent.sessionId === "string" && agent.sessionId.length > 0;
+  if (agent.agentType === "codex" || agent.agentType === "opencode") return true;
+  return hasResumeCommand;
+}
+
+async function resumeCommandsOf(state: EngineState, root: string): Promise<(agentType: string) => boolean> {
+  try {
+    const config = await loadConfig(root);
+    return (agentType) => {
+      try {
+        const type = resolveAgentType(config, agentType);
+        return Array.isArray(type.resumeArgs) && type.resumeArgs.length > 0;
+      } catch {
+        return false;
+      }
+    };
+  } catch (err) {
+    state.log.event("recovery_config_unreadable", { projectRoot: root, error: err });
+    return () => false;
+  }
+}
+
+/**
+ * Reconciles every known project after a start: agents the manifest calls alive have no
+ * PTY in this fresh daemon. Orphaned processes of a dead daemon are stopped (only when
+ * pid AND start time match; a reused pid is never touched); each agent becomes suspended
+ * when it can be resumed, broken otherwise. Missing or invalid manifests are skipped.
+ */
+export async function recoverProjects(state: EngineState): Promise<void> {
+  for (const root of state.projects.list()) {
+    try {
+      await recoverProject(state, root);
+    } catch (err) {
+      state.log.event("recovery_skipped", { projectRoot: root, error: err });
+    }
+  }
+}
+
+async function recoverProject(state: EngineState, root: string): Promise<void> {
+  // Read first: a project with nothing to reconcile is not rewritten.
+  const manifest = await state.store.read(root);
+  const stale = listAgents(manifest).filter(({ agent }) => isAliveStatus(agent.status) && !agent.suspended);
+  if (stale.length === 0) return;
+
+  const orphans: { agentId: string; pid: number; outcome: string }[] = [];
+  await Promise.all(
+    stale.map(async ({ agent }) => {
+      const startTime = (agent as { pidStartTime?: unknown }).pidStartTime;
+      if (typeof agent.pid === "number" && typeof startTime === "string" && isSameProcess(agent.pid, startTime)) {
+        const outcome = await terminateProcessGroup(agent.pid, { graceMs: ORPHAN_GRACE_MS });
+        orphans.push({ agentId: agent.id, pid: agent.pid, outcome });
+      }
+    }),
+  );
+
+  const hasResumeCommand = await resumeCommandsOf(state, root);
+  const staleIds = new Set(stale.map(({ agent }) => agent.id));
+  const outcome: { agentId: string; became: "suspended" | "broken" }[] = [];
+  await state.store.update(root, (m) => {
+    const stamp = nowIso();
+    for (const { agent } of listAgents(m)) {
+      if (!staleIds.has(agent.id) || !isAliveStatus(agent.status) || agent.suspended) continue;
+      if (isResumable(agent, hasResumeCommand(agent.agentType))) {
+        agent.suspended = true;
+        agent.suspendedAt = stamp;
+        agent.status = "waiting";
+        outcome.push({ agentId: agent.id, became: "suspended" });
+      } else {
+        agent.status = "broken";
+        agent.error = LOST_ERROR;
+        agent.completedAt = stamp;
+        outcome.push({ agentId: agent.id, became: "broken" });
+      }
+    }
+  });
+  state.log.event("recovery", { projectRoot: root, orphansStopped: orphans, agents: outcome });
+}

@@ -1,0 +1,222 @@
+import { EventEmitter } from "node:events";
+import fs from "node:fs";
+import path from "node:path";
+import { PuError } from "@pu/core/errors";
+import { findAgent, listAgents, type AgentEntry, type AgentStatus, type Manifest, type WorktreeEntry } from "@pu/core/manifest";
+import { ManifestStore } from "@pu/core/manifest-store";
+import { manifestPath } from "@pu/core/paths";
+import type { AgentSession } from "./agent-session.js";
+import type { DaemonLog } from "./daemon-log.js";
+import type { ProjectRegistry } from "./projects.js";
+import { StatusWatch } from "./status-watch.js";
+
+/** Why the daemon itself is stopping an agent; decides what its exit is recorded as. */
+export type StopIntent = "kill" | "suspend" | "shutdown" | "clean";
+
+/** An agent whose PTY this daemon holds (running, or exited but its output still readable). */
+export interface LiveAgent {
+  agentId: string;
+  projectRoot: string;
+  worktreeId?: string;
+  agentType: string;
+  cwd: string;
+  session: AgentSession;
+  idleThresholdSeconds: number;
+  /** Set before the daemon stops the process; undefined when the agent exits on its own. */
+  stopIntent?: StopIntent;
+  /** Settles once the exit has been written to the manifest (never rejects). */
+  exitRecorded: Promise<void>;
+  /** Settles once the request that started the process has written (or abandoned) its manifest entry. */
+  entryWritten: Promise<void>;
+}
+
+/** Emitted on `state.events` as "agent_status" whenever an agent's effective status changes. */
+export interface AgentStatusChange {
+  projectRoot: string;
+  agentId: string;
+  from: AgentStatus | null;
+  to: AgentStatus;
+}
+
+/** Everything the request handlers share: one instance per daemon. */
+export class EngineState {
+  readonly store = new ManifestStore();
+  /** Keyed by agent id (ids are unique across projects, so logs/attach need no project). */
+  readonly sessions = new Map<string, LiveAgent>();
+  /** "agent_status" (AgentStatusChange). The trigger runner listens here. */
+  readonly events = new EventEmitter();
+  readonly startedAt = Date.now();
+  readonly statusWatch: StatusWatch;
+  /** True once shutdown began: no new agents may start. */
+  stopping = false;
+  /** Set by the daemon: begins the shutdown sequence (after the current reply is sent). */
+  requestShutdown: () => void = () => undefined;
+
+  constructor(
+    readonly home: string,
+    readonly projects: ProjectRegistry,
+    readonly log: DaemonLog,
+  ) {
+    this.statusWatch = new StatusWatch(this);
+    // The trigger runner may not be attached yet; an emitter with no listener is fine, a throwing one is not.
+    this.events.setMaxListeners(100);
+  }
+
+  /**
+   * Resolves a request's projectRoot and checks it is a pu project; remembers it for recovery.
+   * NOT_INITIALIZED when `.pu/manifest.json` is missing.
+   */
+  async project(rawRoot: string): Promise<string> {
+    const root = path.resolve(rawRoot);
+    if (!fs.existsSync(manifestPath(root))) {
+      throw new PuError("NOT_INITIALIZED", `no pu project at ${root}; run \`pu init\``);
+    }
+    await this.rememberProject(root);
+    return root;
+  }
+
+  async rememberProject(root: string): Promise<void> {
+    try {
+      await this.projects.add(root);
+    } catch (err) {
+      // Losing the registry entry only weakens recovery; it must not fail the request.
+      this.log.event("projects_write_failed", { projectRoot: root, error: err });
+    }
+  }
+
+  /** Every manifest write by the daemon goes through here so status subscribers hear about it. */
+  async updateManifest<T>(root: string, fn: (m: Manifest) => T | Promise<T>): Promise<T> {
+    const result = await this.store.update(root, fn);
+    this.statusWatch.manifestWritten(root);
+    return result;
+  }
+
+  liveAgentsOf(root: string): LiveAgent[] {
+    return [...this.sessions.values()].filter((a) => a.projectRoot === root);
+  }
+
+  /** Holds a PTY that is still running (not merely exited output kept for logs/attach). */
+  isRunning(agentId: string): boolean {
+    const live = this.sessions.get(agentId);
+    return live !== undefined && live.session.exitCode === null;
+  }
+}
+
+/** The agent's entry, for mutation inside an updateManifest callback. */
+export function agentIn(m: Manifest, agentId: string): { agent: AgentEntry; worktree?: WorktreeEntry } {
+  const found = findAgent(m, agentId);
+  if (!found) throw new PuError("AGENT_NOT_FOUND", `no agent ${agentId} in ${m.projectRoot}`);
+  return found;
+}
+
+/** A worktree by id or (unique) name. */
+export function worktreeIn(m: Manifest, idOrName: string): WorktreeEntry {
+  const byId = Object.hasOwn(m.worktrees, idOrName) ? m.worktrees[idOrName] : undefined;
+  if (byId) return byId;
+  const byName = Object.values(m.worktrees).filter((w) => w.name === idOrName && w.status !== "cleaned");
+  if (byName.length === 1 && byName[0]) return byName[0];
+  if (byName.length > 1) {
+    throw new PuError("INVALID_ARGUMENT", `several worktrees are named ${idOrName}; use an id (${byName.map((w) => w.id).join(", ")})`);
+  }
+  throw new PuError("WORKTREE_NOT_FOUND", `no worktree ${idOrName} in ${m.projectRoot}`);
+}
+
+export function nowIso(): string {
+  return new Date().toISOString();
+}
+
+export interface SessionPlacement {
+  agentId: string;
+  projectRoot: string;
+  worktreeId?: string;
+  agentType: string;
+  cwd: string;
+  session: AgentSession;
+  idleThresholdSeconds: number;
+}
+
+/**
+ * Takes ownership of a freshly started session: it becomes visible to logs/attach/status,
+ * its status is watched, and its exit is recorded in the manifest. Call `entryReady()`
+ * once the manifest holds the agent's entry (or will never hold it).
+ */
+export function registerSession(state: EngineState, placement: SessionPlacement): { live: LiveAgent; entryReady: () => void } {
+  let entryReady!: () => void;
+  const entryWritten = new Promise<void>((resolve) => (entryReady = resolve));
+  const live: LiveAgent = { ...placement, entryWritten, exitRecorded: Promise.resolve() };
+  live.exitRecorded = new Promise<void>((resolve) => {
+    live.session.onExit((exitCode) => {
+      void recordExit(state, live, exitCode).finally(resolve);
+    });
+  });
+  const previous = state.sessions.get(live.agentId);
+  if (previous) state.statusWatch.untrack(previous.agentId);
+  state.sessions.set(live.agentId, live);
+  state.statusWatch.track(live);
+  return { live, entryReady };
+}
+
+/** Forgets a session (its ring included): after clean, a second kill, or a resume replacing it. */
+export function dropSession(state: EngineState, agentId: string): void {
+  state.statusWatch.untrack(agentId);
+  state.sessions.delete(agentId);
+}
+
+/**
+ * Writes an exit to the manifest. A stop for suspend/shutdown keeps the agent resumable
+ * (suspended, waiting); anything else (its own exit, kill, clean) makes it broken.
+ */
+async function recordExit(state: EngineState, live: LiveAgent, exitCode: number): Promise<void> {
+  await live.entryWritten;
+  const intent = live.stopIntent;
+  const suspended = intent === "suspend" || intent === "shutdown";
+  state.log.event("exit", { projectRoot: live.projectRoot, agentId: live.agentId, exitCode, intent: intent ?? "natural" });
+  try {
+    await state.updateManifest(live.projectRoot, (m) => {
+      const found = findAgent(m, live.agentId);
+      if (!found) return;
+      const agent = found.agent;
+      // A newer process (resume) may own the entry by now; its pid differs.
+      if (agent.pid !== undefined && agent.pid !== live.session.pid) return;
+      const stamp = nowIso();
+      if (suspended) {
+        agent.status = "waiting";
+        agent.suspended = true;
+        agent.suspendedAt = stamp;
+        delete agent.exitCode;
+        delete agent.completedAt;
+      } else {
+        agent.status = "broken";
+        agent.exitCode = exitCode;
+        agent.completedAt = stamp;
+        delete agent.suspended;
+        delete agent.suspendedAt;
+      }
+    });
+  } catch (err) {
+    state.log.event("exit_record_failed", { projectRoot: live.projectRoot, agentId: live.agentId, error: err });
+  }
+}
+
+/** Which known project's manifest holds `agentId` (for requests that carry no projectRoot). */
+export async function locateAgent(state: EngineState, agentId: string): Promise<string | undefined> {
+  for (const root of state.projects.list()) {
+    try {
+      const m = await state.store.read(root);
+      if (listAgents(m).some(({ agent }) => agent.id === agentId)) return root;
+    } catch {
+      // an unreadable project cannot hold the answer
+    }
+  }
+  return undefined;
+}
+
+/** The session holding an agent's output; AGENT_NOT_FOUND saying why when there is none. */
+export async function requireSession(state: EngineState, agentId: string): Promise<LiveAgent> {
+  const live = state.sessions.get(agentId);
+  if (live) return live;
+  if (await locateAgent(state, agentId)) {
+    throw new PuError("AGENT_NOT_FOUND", `no output held for ${agentId} (the daemon has restarted since it ran)`);
+  }
+  throw new PuError("AGENT_NOT_FOUND", `no agent ${agentId} in any project this daemon knows`);
+}

@@ -1,0 +1,280 @@
+import type { AgentEntry, AgentStatus, Manifest } from "@pu/core/manifest";
+import { effectiveStatus, isAlive } from "@pu/core/status";
+import type { AgentView, StatusEvent, StatusReport, WorktreeView } from "@pu/ipc/protocol";
+import type { ConnectionContext } from "@pu/ipc/server";
+import type { AgentStatusChange, EngineState, LiveAgent } from "./state.js";
+
+/** Output is coalesced: status is recomputed at most this often while an agent prints. */
+const OUTPUT_RECOMPUTE_MS = 100;
+/** Streaming↔waiting flips of live agents reach the manifest at most this often per project. */
+const PERSIST_DEBOUNCE_MS = 1000;
+/** Fire the idle timer a little after the deadline so `idleSeconds > threshold` already holds. */
+const IDLE_EPSILON_MS = 50;
+
+interface Subscriber {
+  requestId: number | string;
+  ctx: ConnectionContext;
+}
+
+interface AgentTimers {
+  output?: NodeJS.Timeout;
+  idle?: NodeJS.Timeout;
+  /** The lastMeaningfulAt the idle timer was armed for. */
+  idleArmedFor?: number;
+  unsubscribe: () => void;
+}
+
+/** Skips a manifest write when nothing changed (ManifestStore.update writes unless fn throws). */
+class NothingToWrite extends Error {}
+
+/** Effective status of a session the daemon holds, now. */
+export function sessionStatus(live: LiveAgent): AgentStatus {
+  const session = live.session;
+  if (session.exitCode !== null) {
+    // Stopped on purpose to be resumed later: waiting, not broken.
+    return live.stopIntent === "suspend" || live.stopIntent === "shutdown" ? "waiting" : "broken";
+  }
+  return effectiveStatus({
+    exitCode: null,
+    output: session.ring.lastBytes(256),
+    idleSeconds: session.activity.idleSeconds(),
+    suspended: false,
+    idleThresholdSeconds: live.idleThresholdSeconds,
+  });
+}
+
+/** The live status of an agent the daemon holds, or undefined when it holds no PTY for it. */
+export function liveStatus(live: LiveAgent | undefined, entry: AgentEntry): AgentStatus | undefined {
+  if (!live) return undefined;
+  // A suspended agent's process was stopped on purpose: the stored status (waiting) stands.
+  if (entry.suspended) return entry.status;
+  // The manifest entry belongs to a newer process than the one held (should not happen; be safe).
+  if (entry.pid !== undefined && entry.pid !== live.session.pid) return entry.status;
+  return sessionStatus(live);
+}
+
+function agentView(state: EngineState, entry: AgentEntry, worktreeId: string | undefined): AgentView {
+  const live = state.sessions.get(entry.id);
+  const running = live !== undefined && live.session.exitCode === null;
+  const view: AgentView = {
+    ...entry,
+    status: liveStatus(live, entry) ?? entry.status,
+    storedStatus: entry.status,
+    idleSeconds: running ? live.session.activity.idleSeconds() : null,
+    live: running,
+  };
+  if (worktreeId) view.worktreeId = worktreeId;
+  return view;
+}
+
+/** The manifest with every agent's status computed now (see AgentView). */
+export function buildStatusReport(state: EngineState, m: Manifest): StatusReport {
+  const worktrees: Record<string, WorktreeView> = {};
+  for (const [id, wt] of Object.entries(m.worktrees)) {
+    const agents: Record<string, AgentView> = {};
+    for (const [agentId, entry] of Object.entries(wt.agents)) agents[agentId] = agentView(state, entry, id);
+    worktrees[id] = { ...wt, agents };
+  }
+  const agents: Record<string, AgentView> = {};
+  for (const [agentId, entry] of Object.entries(m.agents)) agents[agentId] = agentView(state, entry, undefined);
+  return { projectRoot: m.projectRoot, worktrees, agents, createdAt: m.createdAt, updatedAt: m.updatedAt };
+}
+
+/**
+ * Keeps every live agent's effective status current without a polling tick: it is
+ * recomputed on output (coalesced), on exit, on manifest writes, and by one timer per
+ * agent at its idle deadline. Changes go to `state.events`, to `subscribe_status`
+ * streams, and (debounced) to the manifest.
+ */
+export class StatusWatch {
+  private readonly subscribers = new Map<string, Set<Subscriber>>();
+  private readonly known = new Map<string, AgentStatus>();
+  private readonly timers = new Map<string, AgentTimers>();
+  private readonly pendingPush = new Map<string, AgentStatusChange[]>();
+  private readonly pendingPersist = new Map<string, NodeJS.Timeout>();
+  private disposed = false;
+
+  constructor(private readonly state: EngineState) {}
+
+  /** Starts watching a freshly registered session. */
+  track(live: LiveAgent): void {
+    this.untrack(live.agentId);
+    const timers: AgentTimers = { unsubscribe: () => undefined };
+    this.timers.set(live.agentId, timers);
+    this.known.set(live.agentId, "streaming");
+    const offOutput = live.session.onOutput(() => {
+      if (timers.output) return;
+      timers.output = setTimeout(() => {
+        timers.output = undefined;
+        this.recompute(live);
+        this.armIdle(live, timers);
+      }, OUTPUT_RECOMPUTE_MS);
+    });
+    const offExit = live.session.onExit(() => {
+      clearTimeout(timers.output);
+      clearTimeout(timers.idle);
+      timers.output = timers.idle = undefined;
+      this.recompute(live);
+    });
+    timers.unsubscribe = () => {
+      offOutput?.();
+      offExit?.();
+    };
+    this.armIdle(live, timers);
+  }
+
+  /** Stops watching (the session is being dropped). */
+  untrack(agentId: string): void {
+    const timers = this.timers.get(agentId);
+    if (!timers) return;
+    clearTimeout(timers.output);
+    clearTimeout(timers.idle);
+    timers.unsubscribe();
+    this.timers.delete(agentId);
+    this.known.delete(agentId);
+  }
+
+  /**
+   * One timer per agent, due when its idle time will pass the threshold. Output that
+   * moves lastMeaningfulAt does not touch the timer; when it fires early it re-arms for
+   * the new deadline, so a busy agent costs no timer churn.
+   */
+  private armIdle(live: LiveAgent, timers: AgentTimers): void {
+    if (this.disposed || live.session.exitCode !== null) return;
+    const last = live.session.activity.lastMeaningfulAt;
+    if (timers.idle && timers.idleArmedFor === last) return;
+    clearTimeout(timers.idle);
+    const due = last + live.idleThresholdSeconds * 1000 + IDLE_EPSILON_MS;
+    timers.idleArmedFor = last;
+    timers.idle = setTimeout(() => {
+      timers.idle = undefined;
+      if (live.session.activity.lastMeaningfulAt !== last) {
+        this.armIdle(live, timers);
+        return;
+      }
+      this.recompute(live);
+    }, Math.max(0, due - Date.now()));
+    timers.idle.unref();
+  }
+
+  /** Recomputes one agent; on a change, tells listeners, subscribers and (later) the manifest. */
+  recompute(live: LiveAgent): void {
+    if (this.disposed) return;
+    if (this.state.sessions.get(live.agentId) !== live) return;
+    const now = sessionStatus(live);
+    const before = this.known.get(live.agentId) ?? null;
+    if (before === now) return;
+    this.known.set(live.agentId, now);
+    const change: AgentStatusChange = { projectRoot: live.projectRoot, agentId: live.agentId, from: before, to: now };
+    try {
+      this.state.events.emit("agent_status", change);
+    } catch (err) {
+      this.state.log.event("listener_error", { agentId: live.agentId, error: err });
+    }
+    this.schedulePush(live.projectRoot, change);
+    if (before !== null && isAlive(before) && isAlive(now) && live.stopIntent === undefined) {
+      this.schedulePersist(live.projectRoot);
+    }
+  }
+
+  /** Called after every manifest write by the daemon. */
+  manifestWritten(root: string): void {
+    this.schedulePush(root);
+  }
+
+  async subscribe(root: string, requestId: number | string, ctx: ConnectionContext, m: Manifest): Promise<StatusReport> {
+    let set = this.subscribers.get(root);
+    if (!set) this.subscribers.set(root, (set = new Set()));
+    const sub: Subscriber = { requestId, ctx };
+    set.add(sub);
+    ctx.onClose(() => {
+      set.delete(sub);
+      if (set.size === 0 && this.subscribers.get(root) === set) this.subscribers.delete(root);
+    });
+    return buildStatusReport(this.state, m);
+  }
+
+  private schedulePush(root: string, change?: AgentStatusChange): void {
+    if (!this.subscribers.has(root)) return;
+    const pending = this.pendingPush.get(root);
+    if (pending) {
+      if (change) pending.push(change);
+      return;
+    }
+    this.pendingPush.set(root, change ? [change] : []);
+    // Coalesce a burst (several agents flipping, a write right after) into one event.
+    setTimeout(() => void this.push(root), 20);
+  }
+
+  private async push(root: string): Promise<void> {
+    const changed = this.pendingPush.get(root) ?? [];
+    this.pendingPush.delete(root);
+    const set = this.subscribers.get(root);
+    if (!set || set.size === 0 || this.disposed) return;
+    let m: Manifest;
+    try {
+      m = await this.state.store.read(root);
+    } catch (err) {
+      this.state.log.event("status_push_failed", { projectRoot: root, error: err });
+      return;
+    }
+    const report = buildStatusReport(this.state, m);
+    for (const sub of set) {
+      const event: StatusEvent = {
+        type: "status_event",
+        id: sub.requestId,
+        projectRoot: root,
+        report,
+        changed: changed.map(({ agentId, from, to }) => ({ agentId, from, to })),
+      };
+      sub.ctx.send(event);
+    }
+  }
+
+  private schedulePersist(root: string): void {
+    if (this.pendingPersist.has(root)) return;
+    const timer = setTimeout(() => {
+      this.pendingPersist.delete(root);
+      void this.persist(root);
+    }, PERSIST_DEBOUNCE_MS);
+    this.pendingPersist.set(root, timer);
+  }
+
+  /** Writes the current streaming/waiting status of the project's running agents. */
+  private async persist(root: string): Promise<void> {
+    if (this.disposed) return;
+    try {
+      await this.state.updateManifest(root, (m) => {
+        let changed = false;
+        for (const live of this.state.liveAgentsOf(root)) {
+          // Exits and deliberate stops record themselves; only plain running agents are ours.
+          if (live.session.exitCode !== null || live.stopIntent !== undefined) continue;
+          const entry = findEntry(m, live.agentId);
+          if (!entry || entry.suspended || !isAlive(entry.status)) continue;
+          const now = this.known.get(live.agentId);
+          if (now && isAlive(now) && entry.status !== now) {
+            entry.status = now;
+            changed = true;
+          }
+        }
+        if (!changed) throw new NothingToWrite();
+      });
+    } catch (err) {
+      if (!(err instanceof NothingToWrite)) this.state.log.event("status_persist_failed", { projectRoot: root, error: err });
+    }
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    for (const id of [...this.timers.keys()]) this.untrack(id);
+    for (const timer of this.pendingPersist.values()) clearTimeout(timer);
+    this.pendingPersist.clear();
+    this.subscribers.clear();
+  }
+}
+
+function findEntry(m: Manifest, agentId: string): AgentEntry | undefined {
+  if (Object.hasOwn(m.agents, agentId)) return m.agents[agentId];
+  for (const wt of Object.values(m.worktrees)) if (Object.hasOwn(wt.agents, agentId)) return wt.agents[agentId];
+  return undefined;
+}
