@@ -55,7 +55,19 @@ export function validateRecurrence(recurrence: string): void {
  * or null when there is none (`none` whose start has passed, or a cron
  * expression that can never match).
  */
-export function nextRun(schedule: RecurrenceSpec, after: Date): Date | null {
+export function nextRun(schedule: RecurrenceSpec, after: Date): Date | null;
+/** Positional form (docs/ARCHITECTURE.md); without startAt, `after` anchors the wall-clock time. */
+export function nextRun(recurrence: string, after: Date, startAt?: Date | string, timeZone?: string): Date | null;
+export function nextRun(
+  scheduleOrRecurrence: RecurrenceSpec | string,
+  after: Date,
+  startAt?: Date | string,
+  timeZone?: string,
+): Date | null {
+  const schedule: RecurrenceSpec =
+    typeof scheduleOrRecurrence === "string"
+      ? { recurrence: scheduleOrRecurrence, startAt: startAt ?? after, timeZone }
+      : scheduleOrRecurrence;
   const zone = schedule.timeZone ?? localTimeZone();
   if (!isValidTimeZone(zone)) throw new PuError("CONFIG_ERROR", `unknown time zone "${zone}"`);
   const start = resolveStart(schedule.startAt, zone);

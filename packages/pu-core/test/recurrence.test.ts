@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { isPuError } from "../src/errors.js";
-import { missedRuns, nextRun, validateRecurrence } from "../src/recurrence.js";
+import { missedRuns, nextRun, validateRecurrence, type RecurrenceSpec } from "../src/recurrence.js";
 
 const NY = "America/New_York";
 const iso = (d: Date | null) => d?.toISOString() ?? null;
 
 /** Follows a schedule `count` times from `after`. */
-function runs(schedule: Parameters<typeof nextRun>[0], after: string, count: number): string[] {
+function runs(schedule: RecurrenceSpec, after: string, count: number): string[] {
   const out: string[] = [];
   let cursor = new Date(after);
   for (let i = 0; i < count; i++) {
@@ -162,6 +162,14 @@ describe("nextRun: cron expressions", () => {
   });
   it("rejects a day that no month has", () => {
     expect(() => validateRecurrence("0 0 30 2 *")).toThrow(/"0 0 30 2 \*"/);
+  });
+});
+
+describe("nextRun: positional form", () => {
+  it("takes recurrence, after, startAt and zone as arguments", () => {
+    const after = new Date("2025-06-01T12:00:00Z");
+    expect(iso(nextRun("daily", after, new Date("2025-01-01T08:00:00Z"), "UTC"))).toBe("2025-06-02T08:00:00.000Z");
+    expect(iso(nextRun("0 9 * * *", after, undefined, "Europe/Berlin"))).toBe("2025-06-02T07:00:00.000Z");
   });
 });
 
