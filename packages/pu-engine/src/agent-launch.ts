@@ -1,0 +1,216 @@
+/**
+ * How an agent's process is started: program, argv, environment, and how its
+ * initial prompt reaches it. A prompt is only ever an argv element or bytes
+ * typed into the PTY; it is never spliced into a shell command line.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { SESSION_ID_PLACEHOLDER, type AgentTypeConfig } from "@pu/core/config";
+import { PuError } from "@pu/core/errors";
+
+export interface LaunchOptions {
+  prompt?: string;
+  /** Session id (UUID): required to start claude, and to resume any type whose resumeArgs use {sessionId}. */
+  sessionId?: string;
+  extraArgs?: string[];
+  /** An arbitrary command line (`pu spawn --command CMD`), replacing the type's command. */
+  command?: string;
+  planMode?: boolean;
+  resume?: boolean;
+  /** Shell for the terminal type; defaults to $SHELL, else /bin/sh. */
+  shell?: string;
+}
+
+export interface Launch {
+  file: string;
+  args: string[];
+  /** Text to type into the PTY once the program is ready (see deliverPrompt). */
+  promptToType?: string;
+  /** Human-readable command line for the manifest's `command` field (typed prompts excluded). */
+  commandLine: string;
+}
+
+/** Used when a built-in type reaches us without its resumeArgs (they normally come from config). */
+const BUILTIN_RESUME_ARGS: Record<string, string[]> = {
+  claude: ["--resume", SESSION_ID_PLACEHOLDER],
+  codex: ["resume", "--last"],
+  opencode: ["--continue"],
+};
+
+/**
+ * Shell syntax: quotes, expansions, operators, globs, `~`, escapes, comments,
+ * newlines, or a leading `VAR=value` assignment. Without any of these, splitting
+ * on whitespace gives the same argv the shell would.
+ */
+export function hasShellSyntax(command: string): boolean {
+  return /["'`$|&;<>()*?[\]~\\#\n\r{}!]/.test(command) || /^\s*[A-Za-z_][A-Za-z0-9_]*=/.test(command);
+}
+
+/** Program and arguments for a command line: via `/bin/sh -c` only when it needs a shell. */
+export function commandArgv(command: string, extraArgs: string[] = []): { file: string; args: string[] } {
+  if (hasShellSyntax(command)) {
+    // Extra arguments become "$@" so they are passed through as words, never re-parsed.
+    const script = extraArgs.length > 0 ? `${command} "$@"` : command;
+    return { file: "/bin/sh", args: ["-c", script, ...(extraArgs.length > 0 ? ["sh", ...extraArgs] : [])] };
+  }
+  const [file, ...args] = command.trim().split(/\s+/);
+  if (!file) throw new PuError("INVALID_ARGUMENT", "empty command");
+  return { file, args: [...args, ...extraArgs] };
+}
+
+export function buildLaunch(type: AgentTypeConfig & { name: string }, opts: LaunchOptions = {}): Launch {
+  const extraArgs = opts.extraArgs ?? [];
+  const prompt = opts.prompt ? opts.prompt : undefined;
+
+  if (opts.command !== undefined) {
+    const { file, args } = commandArgv(opts.command, extraArgs);
+    return finish(file, args, prompt, opts.command);
+  }
+
+  const command = type.name === "terminal" && opts.shell ? opts.shell : type.command;
+  const planArgs = opts.planMode && type.name === "claude" ? ["--permission-mode", "plan"] : [];
+
+  if (opts.resume) {
+    const resumeArgs = type.resumeArgs ?? BUILTIN_RESUME_ARGS[type.name];
+    // A type with no way to resume (a terminal, say) simply starts afresh, without the old prompt.
+    const args = (resumeArgs ?? []).map((arg) =>
+      arg.includes(SESSION_ID_PLACEHOLDER)
+        ? arg.replaceAll(SESSION_ID_PLACEHOLDER, requireSessionId(opts.sessionId, "resume"))
+        : arg,
+    );
+    return fromConfiguredCommand(command, [...args, ...type.launchArgs, ...planArgs, ...extraArgs]);
+  }
+
+  const sessionArgs = type.name === "claude" ? ["--session-id", requireSessionId(opts.sessionId, "start")] : [];
+  const args = [...sessionArgs, ...type.launchArgs, ...planArgs, ...extraArgs];
+  if (prompt === undefined) return fromConfiguredCommand(command, args);
+  if (type.promptFlag) return fromConfiguredCommand(command, [...args, type.promptFlag, prompt]);
+  if (!type.interactive) return fromConfiguredCommand(command, [...args, prompt]);
+  return fromConfiguredCommand(command, args, prompt);
+}
+
+/** A configured `command` may itself be a small command line (`npx foo`, or with shell syntax). */
+function fromConfiguredCommand(command: string, args: string[], promptToType?: string): Launch {
+  const argv = commandArgv(command, args);
+  return finish(argv.file, argv.args, promptToType);
+}
+
+function finish(file: string, args: string[], promptToType: string | undefined, commandLine?: string): Launch {
+  const launch: Launch = { file, args, commandLine: commandLine ?? [file, ...args].map(shellQuote).join(" ") };
+  if (promptToType !== undefined) launch.promptToType = promptToType;
+  return launch;
+}
+
+function requireSessionId(sessionId: string | undefined, action: "start" | "resume"): string {
+  if (!sessionId) {
+    throw new PuError(action === "resume" ? "RESUME_FAILED" : "INVALID_ARGUMENT", `cannot ${action} the agent: no session id`);
+  }
+  return sessionId;
+}
+
+/** Quotes a word for display so the command line reads back as the same argv. */
+export function shellQuote(word: string): string {
+  if (word !== "" && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+export interface LaunchEnvOptions {
+  agentId: string;
+  projectRoot: string;
+  worktreeId?: string;
+}
+
+export function buildEnv(base: NodeJS.ProcessEnv, opts: LaunchEnvOptions): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(base)) {
+    if (value !== undefined) env[key] = value;
+  }
+  // Claude refuses to start inside another Claude session when this is set.
+  delete env.CLAUDECODE;
+  env.TERM = "xterm-256color";
+  env.COLORTERM = "truecolor";
+  env.PU_AGENT_ID = opts.agentId;
+  env.PU_PROJECT_ROOT = opts.projectRoot;
+  if (opts.worktreeId) env.PU_WORKTREE_ID = opts.worktreeId;
+  else delete env.PU_WORKTREE_ID;
+  return env;
+}
+
+/** What deliverPrompt needs from a session (AgentSession satisfies it). */
+export interface PromptTarget {
+  readonly exitCode: number | null;
+  readonly exited: Promise<number>;
+  readonly ring: { readonly endOffset: number };
+  onOutput(cb: (chunk: Buffer, offset: number) => void): () => void;
+  write(data: Buffer | string): void;
+}
+
+export interface DeliverPromptOptions {
+  /** Type once output has been quiet this long after the program printed something. */
+  quietMs?: number;
+  /** Type after this long if the program printed nothing at all. */
+  noOutputMs?: number;
+  chunkBytes?: number;
+  /** Type anyway after this long, even if output never settles (e.g. an animation). */
+  timeoutMs?: number;
+  /** Pause between chunks, and before Enter, so TUIs see typing rather than a paste ending in Enter. */
+  keystrokeGapMs?: number;
+}
+
+/**
+ * Types `text` into the agent once it looks ready, then presses Enter.
+ * Resolves true when written, false when the agent exited first.
+ */
+export async function deliverPrompt(
+  session: PromptTarget,
+  text: string,
+  { quietMs = 450, noOutputMs = 1800, chunkBytes = 64, timeoutMs = 15000, keystrokeGapMs = 10 }: DeliverPromptOptions = {},
+): Promise<boolean> {
+  let exited = session.exitCode !== null;
+  void session.exited.then(() => {
+    exited = true;
+  });
+  const startedAt = Date.now();
+  let sawOutput = session.ring.endOffset > 0;
+  let lastOutputAt = startedAt;
+  const unsubscribe = session.onOutput(() => {
+    sawOutput = true;
+    lastOutputAt = Date.now();
+  });
+  try {
+    for (;;) {
+      if (exited) return false;
+      const now = Date.now();
+      const readyAt = sawOutput ? lastOutputAt + quietMs : startedAt + noOutputMs;
+      if (now >= readyAt || now - startedAt >= timeoutMs) break;
+      await sleep(Math.min(readyAt - now, 50));
+    }
+  } finally {
+    unsubscribe();
+  }
+  for (const chunk of utf8Chunks(text, chunkBytes)) {
+    if (exited) return false;
+    session.write(chunk);
+    await sleep(keystrokeGapMs);
+  }
+  await sleep(keystrokeGapMs * 5);
+  if (exited) return false;
+  session.write("\r");
+  return true;
+}
+
+/** Splits text into pieces of at most `maxBytes` UTF-8 bytes without cutting a character. */
+function* utf8Chunks(text: string, maxBytes: number): Generator<Buffer> {
+  let piece = "";
+  let pieceBytes = 0;
+  for (const char of text) {
+    const bytes = Buffer.byteLength(char);
+    if (pieceBytes + bytes > maxBytes && piece) {
+      yield Buffer.from(piece);
+      piece = "";
+      pieceBytes = 0;
+    }
+    piece += char;
+    pieceBytes += bytes;
+  }
+  if (piece) yield Buffer.from(piece);
+}
