@@ -210,6 +210,9 @@ export async function createWorktree(options: CreateWorktreeOptions): Promise<Cr
   const base = options.base ?? (await currentBranch(projectRoot)) ?? "HEAD";
   if (base.startsWith("-")) throw new PuError("INVALID_ARGUMENT", `base ref "${base}" is not a branch or commit; pass one to --base`);
   const baseCommit = await revParse(projectRoot, base);
+  if (!baseCommit && options.base === undefined) {
+    throw new PuError("INVALID_STATE", `${projectRoot} has no commits on ${base} yet; make a first commit before creating worktrees`);
+  }
   if (!baseCommit) {
     throw new PuError("INVALID_ARGUMENT", `base ref "${base}" does not exist in ${projectRoot}; pass an existing branch or commit to --base`);
   }
@@ -366,8 +369,10 @@ export async function diffWorktree(options: DiffWorktreeOptions): Promise<Worktr
     // Entries ending in "/" are nested repositories, which have no lines to count.
     const untracked = splitNul(await diffGit(worktreePath, ["ls-files", "--others", "--exclude-standard", "-z"], env))
       .filter((p) => !p.endsWith("/"));
-    if (untracked.length > 0) {
-      await diffGit(worktreePath, ["add", "--intent-to-add", "--", ...untracked.map(literalPathspec)], env);
+    // In batches, so a worktree full of new files cannot overflow the argument list.
+    for (let i = 0; i < untracked.length; i += 500) {
+      const batch = untracked.slice(i, i + 500).map(literalPathspec);
+      await diffGit(worktreePath, ["add", "--intent-to-add", "--", ...batch], env);
     }
     const common = ["--no-color", "--no-ext-diff", "--no-renames", mergeBase];
     const files = parseNumstat(await diffGit(worktreePath, ["diff", "--numstat", "-z", ...common], env));
@@ -442,7 +447,7 @@ export class MergeConflictError extends PuError {
   readonly details: { conflicts: string[] };
 
   constructor(branch: string, baseBranch: string, conflicts: string[]) {
-    super("MERGE_CONFLICT", `merge of ${branch} into ${baseBranch} conflicts in: ${conflicts.join(", ")}; resolve it by hand or rebase ${branch}`);
+    super("MERGE_CONFLICT", `merge of ${branch} into ${baseBranch} conflicts in: ${summarize(conflicts, 10)}; resolve it by hand or rebase ${branch}`);
     this.details = { conflicts };
   }
 }
@@ -490,9 +495,9 @@ export async function mergeWorktree(options: MergeWorktreeOptions): Promise<Merg
   });
 }
 
-function summarize(files: string[]): string {
-  const shown = files.slice(0, 5).join(", ");
-  return files.length > 5 ? `${shown} and ${files.length - 5} more` : shown;
+function summarize(files: string[], limit = 5): string {
+  const shown = files.slice(0, limit).join(", ");
+  return files.length > limit ? `${shown} and ${files.length - limit} more` : shown;
 }
 
 async function uncommittedFiles(dir: string, { includeUntracked }: { includeUntracked: boolean }): Promise<string[]> {

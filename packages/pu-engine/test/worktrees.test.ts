@@ -134,6 +134,21 @@ describe("createWorktree", () => {
     expect(created.baseBranch).toBe(repo.head());
   });
 
+  it("explains a repository without commits instead of naming a missing base", async () => {
+    const empty = makeTempRepo("pu-empty-");
+    try {
+      empty.git(["checkout", "-q", "--orphan", "fresh"]);
+      empty.git(["rm", "-q", "--cached", "README.md"]);
+      await expectPuError(
+        createWorktree({ projectRoot: empty.root, worktreesDir: path.join(empty.root, ".pu", "worktrees"), worktreeId: "wt-a", name: "a" }),
+        "INVALID_STATE",
+        /no commits on fresh yet; make a first commit/,
+      );
+    } finally {
+      empty.cleanup();
+    }
+  });
+
   it("refuses an existing branch and leaves nothing behind", async () => {
     repo.git(["branch", "pu/taken"]);
     const before = repo.git(["rev-parse", "pu/taken"]);
