@@ -348,6 +348,15 @@ describe("mergeWorktree", () => {
     expect(readdirSync(worktreesDir)).toEqual(["wt-rel"]);
   });
 
+  it("fast-forwards a base that is not checked out by moving its ref", async () => {
+    repo.git(["branch", "release"]);
+    const wt = await worktreeWithCommit("relff", { "f.txt": "f\n" }, "release");
+    const result = await merge(wt, "ff-only");
+    expect(result).toEqual({ commit: repo.head(wt.path), alreadyUpToDate: false });
+    expect(repo.git(["rev-parse", "release"])).toBe(repo.head(wt.path));
+    expect(registeredWorktrees()).toEqual([repo.root, wt.path]);
+  });
+
   it("leaves an unchecked-out base untouched on conflict and cleans up the temporary worktree", async () => {
     repo.git(["branch", "release"]);
     const wt = await worktreeWithCommit("relclash", { "README.md": "branch\n" }, "release");
