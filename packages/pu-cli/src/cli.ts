@@ -1,0 +1,65 @@
+import { CliUsageError } from "./usage-error.js";
+import { ALL_COMMAND_PATHS, loadCommands, matchCommandPath } from "./command-table.js";
+import { colorEnabled, EXIT_OK, reportError } from "./output.js";
+import { CLI_VERSION } from "./version.js";
+
+const VERSION_FLAGS = new Set(["--version", "-v", "-V"]);
+
+/** Runs `pu` with `argv` (without node and the script) and returns the exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  // Answered before clipanion is even loaded: the cheapest possible round trip.
+  if (argv.length === 1 && VERSION_FLAGS.has(argv[0]!)) {
+    process.stdout.write(`pu ${CLI_VERSION}\n`);
+    return EXIT_OK;
+  }
+  let input = argv.length === 0 ? ["--help"] : [...argv];
+  const matched = matchCommandPath(input);
+  const [{ Cli, Builtins }, commandClasses] = await Promise.all([
+    import("clipanion"),
+    loadCommands(matched === undefined ? ALL_COMMAND_PATHS : [matched]),
+  ]);
+
+  const cli = new Cli({
+    binaryLabel: "pu — workspaces for AI coding agents",
+    binaryName: "pu",
+    binaryVersion: CLI_VERSION,
+    enableColors: colorEnabled(process.stdout),
+    enableCapture: false,
+  });
+  for (const commandClass of commandClasses) cli.register(commandClass);
+  if (matched === undefined) {
+    cli.register(Builtins.HelpCommand);
+    cli.register(Builtins.VersionCommand);
+  }
+
+  // Clipanion folds `--` into its positionals; commands that pass arguments through
+  // (`spawn … -- --model opus`) get everything after the first `--` untouched instead.
+  let passThrough: string[] | undefined;
+  const dashDash = input.indexOf("--");
+  if (dashDash >= 0 && matched !== undefined && (commandClasses[0] as { acceptsPassThrough?: boolean }).acceptsPassThrough) {
+    passThrough = input.slice(dashDash + 1);
+    input = input.slice(0, dashDash);
+  }
+
+  let command;
+  try {
+    command = cli.process(input);
+    if (passThrough !== undefined) (command as unknown as { passThrough: string[] }).passThrough = passThrough;
+  } catch (error) {
+    return reportError(usageErrorFrom(error, input, matched), input.includes("--json"));
+  }
+  return cli.run(command);
+}
+
+/** Clipanion's parse errors are multi-line blocks; pu reports one line and where to look. */
+function usageErrorFrom(error: unknown, input: readonly string[], matched: string | undefined): CliUsageError {
+  const hint = matched === undefined ? "run `pu --help`" : `run \`pu ${matched} --help\``;
+  if (matched === undefined && input[0] !== undefined && !input[0].startsWith("-")) {
+    return new CliUsageError(`unknown command "${input[0]}"; ${hint}`);
+  }
+  const firstLine = (error instanceof Error ? error.message : String(error)).split("\n")[0]!.trim();
+  const reason = /^Command not found/.test(firstLine)
+    ? `invalid arguments: ${input.join(" ")}`
+    : firstLine.replace(/\.$/, "");
+  return new CliUsageError(`${reason}; ${hint}`);
+}

@@ -1,0 +1,37 @@
+import { Command, Option } from "clipanion";
+import { withDaemon } from "../daemon-client.js";
+import { writeJson, writeLine } from "../output.js";
+import { PuCommand } from "../pu-command.js";
+import { CliUsageError } from "../usage-error.js";
+
+export default class BenchCommand extends PuCommand {
+  static override paths = [["bench"]];
+  static override usage = Command.Usage({
+    description: "Suspend an agent (stop its process, keep it resumable with `pu play`)",
+    examples: [
+      ["Bench one agent", "$0 bench ag-ab12cd34"],
+      ["Bench every agent", "$0 bench --all"],
+    ],
+  });
+
+  agentId = Option.String({ required: false, name: "ID" });
+  all = Option.Boolean("--all", false, { description: "Every live agent" });
+
+  async run(): Promise<number> {
+    if ((this.agentId === undefined) === !this.all) {
+      throw new CliUsageError(this.all ? "ID and --all cannot be used together" : "say what to bench: an agent ID or --all");
+    }
+    const projectRoot = this.projectRoot();
+    const target = this.all ? "all" : this.agentId!;
+    const fields = process.env.PU_AGENT_ID ? { projectRoot, target, callerAgentId: process.env.PU_AGENT_ID } : { projectRoot, target };
+    const result = await withDaemon((client) => client.request("suspend", fields, { timeoutMs: 120_000 }));
+    if (this.json) {
+      writeJson(result);
+      return 0;
+    }
+    for (const id of result.suspended) writeLine(`benched ${id} (resume with \`pu play ${id}\`)`);
+    for (const s of result.skipped) writeLine(`skipped ${s.agentId}: ${s.reason}`);
+    if (result.suspended.length === 0 && result.skipped.length === 0) writeLine("nothing to bench");
+    return 0;
+  }
+}

@@ -1,0 +1,23 @@
+import { Command } from "clipanion";
+import { daemonHome } from "../../daemon-client.js";
+import { startDaemon, stopDaemon } from "../../daemon-control.js";
+import { writeJson, writeLine } from "../../output.js";
+import { PuCommand } from "../../pu-command.js";
+
+export default class DaemonRestartCommand extends PuCommand {
+  static override paths = [["daemon", "restart"]];
+  static override usage = Command.Usage({
+    category: "Daemon",
+    description: "Stop the pu daemon (if running) and start it again, e.g. after upgrading pu",
+    examples: [["Restart it", "$0 daemon restart"]],
+  });
+
+  async run(): Promise<number> {
+    const home = daemonHome();
+    const stopped = await stopDaemon(home);
+    const started = await startDaemon(home);
+    if (this.json) writeJson({ stoppedPid: stopped.pid ?? null, pid: started.pid });
+    else writeLine(`pu daemon ${stopped.wasRunning ? "restarted" : "started"} (pid ${started.pid})`);
+    return 0;
+  }
+}

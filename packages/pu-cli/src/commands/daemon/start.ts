@@ -1,0 +1,22 @@
+import { Command } from "clipanion";
+import { daemonHome } from "../../daemon-client.js";
+import { startDaemon } from "../../daemon-control.js";
+import { writeJson, writeLine } from "../../output.js";
+import { PuCommand } from "../../pu-command.js";
+
+export default class DaemonStartCommand extends PuCommand {
+  static override paths = [["daemon", "start"]];
+  static override usage = Command.Usage({
+    category: "Daemon",
+    description: "Start the pu daemon in the background (other commands do this on demand)",
+    examples: [["Start it", "$0 daemon start"]],
+  });
+
+  async run(): Promise<number> {
+    const home = daemonHome();
+    const outcome = await startDaemon(home);
+    if (this.json) writeJson({ running: true, started: !outcome.alreadyRunning, pid: outcome.pid, home });
+    else writeLine(outcome.alreadyRunning ? `pu daemon already running (pid ${outcome.pid})` : `pu daemon started (pid ${outcome.pid})`);
+    return 0;
+  }
+}

@@ -1,0 +1,42 @@
+import { Command } from "clipanion";
+import { isPuError } from "@pu/core/errors";
+import { daemonHome, readDaemonPid, tryConnectDaemon } from "../../daemon-client.js";
+import { formatDuration } from "../../format.js";
+import { writeJson, writeLine } from "../../output.js";
+import { PuCommand } from "../../pu-command.js";
+
+export default class DaemonStatusCommand extends PuCommand {
+  static override paths = [["daemon", "status"]];
+  static override usage = Command.Usage({
+    category: "Daemon",
+    description: "Say whether the pu daemon is running, with its pid and uptime (never starts it)",
+    examples: [["Check", "$0 daemon status"]],
+  });
+
+  async run(): Promise<number> {
+    const home = daemonHome();
+    let client;
+    try {
+      client = await tryConnectDaemon(home);
+    } catch (error) {
+      if (!isPuError(error) || error.code !== "PROTOCOL_MISMATCH") throw error;
+      const pid = readDaemonPid(home) ?? null;
+      if (this.json) writeJson({ running: true, compatible: false, pid, home, message: error.message });
+      else writeLine(`pu daemon running (pid ${pid ?? "unknown"}) but incompatible: ${error.message}`);
+      return 4;
+    }
+    if (!client) {
+      if (this.json) writeJson({ running: false, home });
+      else writeLine(`pu daemon not running (home ${home})`);
+      return 0;
+    }
+    try {
+      const health = await client.request("health", {});
+      if (this.json) writeJson({ running: true, compatible: true, ...health });
+      else writeLine(`pu daemon running: pid ${health.pid}, up ${formatDuration(health.uptimeSeconds)}, version ${health.daemonVersion}, home ${health.home}`);
+      return 0;
+    } finally {
+      client.close();
+    }
+  }
+}

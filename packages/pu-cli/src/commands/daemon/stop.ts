@@ -1,0 +1,22 @@
+import { Command } from "clipanion";
+import { daemonHome } from "../../daemon-client.js";
+import { stopDaemon } from "../../daemon-control.js";
+import { writeJson, writeLine } from "../../output.js";
+import { PuCommand } from "../../pu-command.js";
+
+export default class DaemonStopCommand extends PuCommand {
+  static override paths = [["daemon", "stop"]];
+  static override usage = Command.Usage({
+    category: "Daemon",
+    description: "Stop the pu daemon and every agent it runs",
+    details: "Agents are recorded in the manifest; resumable ones can be brought back with `pu play` after the daemon restarts.",
+    examples: [["Stop it", "$0 daemon stop"]],
+  });
+
+  async run(): Promise<number> {
+    const outcome = await stopDaemon(daemonHome());
+    if (this.json) writeJson({ stopped: outcome.wasRunning, pid: outcome.pid ?? null });
+    else writeLine(outcome.wasRunning ? `pu daemon stopped (pid ${outcome.pid})` : "pu daemon is not running");
+    return 0;
+  }
+}

@@ -1,0 +1,41 @@
+import { Command, Option } from "clipanion";
+import type { WorktreeDiff } from "@pu/ipc/protocol";
+import { withDaemon } from "../daemon-client.js";
+import { writeJson, writeLine } from "../output.js";
+import { PuCommand } from "../pu-command.js";
+
+function statLines(diff: WorktreeDiff): string[] {
+  const header = `${diff.worktreeId} ${diff.name} (${diff.branch} vs ${diff.baseBranch}): ${diff.files.length} file(s), +${diff.insertions} -${diff.deletions}`;
+  const width = Math.max(0, ...diff.files.map((f) => f.path.length));
+  return [header, ...diff.files.map((f) => `  ${f.path.padEnd(width)}  ${f.binary ? "binary" : `+${f.insertions} -${f.deletions}`}`)];
+}
+
+export default class DiffCommand extends PuCommand {
+  static override paths = [["diff"]];
+  static override usage = Command.Usage({
+    description: "Show what worktrees changed relative to their base branch",
+    examples: [
+      ["Diff every active worktree", "$0 diff"],
+      ["Summary of one worktree", "$0 diff --worktree wt-ab12cd34 --stat"],
+    ],
+  });
+
+  worktree = Option.String("--worktree", { description: "Only this worktree" });
+  stat = Option.Boolean("--stat", false, { description: "Files and line counts only" });
+
+  async run(): Promise<number> {
+    const projectRoot = this.projectRoot();
+    const fields = { projectRoot, stat: this.stat, ...(this.worktree === undefined ? {} : { worktreeId: this.worktree }) };
+    const result = await withDaemon((client) => client.request("diff", fields, { timeoutMs: 120_000 }));
+    if (this.json) {
+      writeJson(result);
+      return 0;
+    }
+    if (result.worktrees.length === 0) writeLine("no worktrees to diff");
+    for (const diff of result.worktrees) {
+      if (this.stat || diff.patch === undefined) writeLine(statLines(diff).join("\n"));
+      else process.stdout.write(diff.patch.endsWith("\n") || diff.patch === "" ? diff.patch : diff.patch + "\n");
+    }
+    return 0;
+  }
+}

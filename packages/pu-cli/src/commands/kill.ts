@@ -1,0 +1,51 @@
+import { Command, Option } from "clipanion";
+import { withDaemon } from "../daemon-client.js";
+import { writeJson, writeLine } from "../output.js";
+import { PuCommand } from "../pu-command.js";
+import { CliUsageError } from "../usage-error.js";
+
+export default class KillCommand extends PuCommand {
+  static override paths = [["kill"]];
+  static override usage = Command.Usage({
+    description: "Stop agents (SIGTERM, then SIGKILL after a grace period)",
+    details: "`--all` stops every agent in a worktree; add `--include-root` to stop root agents too. The agent running this command (PU_AGENT_ID) is never killed.",
+    examples: [
+      ["Stop one agent", "$0 kill --agent ag-ab12cd34"],
+      ["Stop every agent of a worktree", "$0 kill --worktree wt-ab12cd34"],
+      ["Stop everything", "$0 kill --all --include-root"],
+    ],
+  });
+
+  agent = Option.String("--agent", { description: "Agent id" });
+  worktree = Option.String("--worktree", { description: "Worktree id" });
+  all = Option.Boolean("--all", false, { description: "Every worktree agent" });
+  includeRoot = Option.Boolean("--include-root", false, { description: "With --all: root agents too" });
+
+  target(): string {
+    const chosen = [this.agent && "--agent", this.worktree && "--worktree", this.all && "--all"].filter(Boolean);
+    if (chosen.length !== 1) {
+      throw new CliUsageError(
+        chosen.length === 0 ? "say what to kill: --agent ID, --worktree WT or --all" : `${chosen.join(" and ")} cannot be used together`,
+      );
+    }
+    if (this.includeRoot && !this.all) throw new CliUsageError("--include-root only goes with --all");
+    if (this.agent) return this.agent;
+    if (this.worktree) return this.worktree;
+    return this.includeRoot ? "all" : "worktrees";
+  }
+
+  async run(): Promise<number> {
+    const target = this.target();
+    const projectRoot = this.projectRoot();
+    const fields = process.env.PU_AGENT_ID ? { projectRoot, target, callerAgentId: process.env.PU_AGENT_ID } : { projectRoot, target };
+    const result = await withDaemon((client) => client.request("kill", fields, { timeoutMs: 120_000 }));
+    if (this.json) {
+      writeJson(result);
+      return 0;
+    }
+    for (const k of result.killed) writeLine(`killed ${k.agentId} (exit ${k.exitCode ?? "unknown"})`);
+    for (const s of result.skipped) writeLine(`skipped ${s.agentId}: ${s.reason}`);
+    if (result.killed.length === 0 && result.skipped.length === 0) writeLine("nothing to kill");
+    return 0;
+  }
+}

@@ -1,0 +1,51 @@
+import { Command, Option } from "clipanion";
+import { connectDaemon, withDaemon } from "../daemon-client.js";
+import { followOutput } from "../follow.js";
+import { writeJson } from "../output.js";
+import { PuCommand } from "../pu-command.js";
+import { CliUsageError } from "../usage-error.js";
+
+export function parseByteCount(flag: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw.trim())) throw new CliUsageError(`${flag} expects a number of bytes, got "${raw}"`);
+  return Number(raw.trim());
+}
+
+export default class LogsCommand extends PuCommand {
+  static override paths = [["logs"]];
+  static override usage = Command.Usage({
+    description: "Print an agent's recent terminal output",
+    details: "Raw bytes (escape sequences included) from the agent's output buffer. `--follow` keeps streaming until the agent exits; with `--json` it prints NDJSON lines `{offset, data}`.",
+    examples: [
+      ["Everything the buffer holds", "$0 logs ag-ab12cd34"],
+      ["The last 4 KiB", "$0 logs ag-ab12cd34 --tail 4096"],
+      ["Follow live output", "$0 logs ag-ab12cd34 --follow"],
+    ],
+  });
+
+  agentId = Option.String({ name: "ID" });
+  tail = Option.String("--tail", { description: "Only the last BYTES bytes" });
+  follow = Option.Boolean("--follow,-f", false, { description: "Keep streaming new output until the agent exits" });
+
+  async run(): Promise<number> {
+    const tail = parseByteCount("--tail", this.tail);
+    if (this.follow) {
+      const client = await connectDaemon();
+      try {
+        let fromOffset: number | undefined;
+        if (tail !== undefined) {
+          const now = await client.request("logs", { agentId: this.agentId, tail: 0 });
+          fromOffset = Math.max(0, now.endOffset - tail);
+        }
+        return await followOutput(client, { agentId: this.agentId, json: this.json, ...(fromOffset === undefined ? {} : { fromOffset }) });
+      } finally {
+        client.close();
+      }
+    }
+    const fields = tail === undefined ? { agentId: this.agentId } : { agentId: this.agentId, tail };
+    const result = await withDaemon((client) => client.request("logs", fields));
+    if (this.json) writeJson({ agentId: this.agentId, ...result });
+    else process.stdout.write(result.data);
+    return 0;
+  }
+}

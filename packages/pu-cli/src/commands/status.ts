@@ -1,0 +1,82 @@
+import { Command, Option } from "clipanion";
+import type { StatusReport } from "@pu/ipc/protocol";
+import { connectDaemon, withDaemon } from "../daemon-client.js";
+import { colorEnabled, writeJson, writeJsonLine } from "../output.js";
+import { PuCommand } from "../pu-command.js";
+import { renderStatusTable } from "../status-table.js";
+import { PuError } from "@pu/core/errors";
+
+/** The report narrowed to one agent (subscribe_status always sends the whole project). */
+export function onlyAgent(report: StatusReport, agentId: string): StatusReport {
+  const worktrees: StatusReport["worktrees"] = {};
+  for (const [id, wt] of Object.entries(report.worktrees)) {
+    const agent = wt.agents[agentId];
+    if (agent) worktrees[id] = { ...wt, agents: { [agentId]: agent } };
+  }
+  const rootAgent = report.agents[agentId];
+  return { ...report, worktrees, agents: rootAgent ? { [agentId]: rootAgent } : {} };
+}
+
+export default class StatusCommand extends PuCommand {
+  static override paths = [["status"]];
+  static override usage = Command.Usage({
+    description: "Show worktrees and agents with their live status",
+    details: "With `--json` prints the full status report (every manifest field plus live fields). `--watch` redraws on every change until Ctrl-C (NDJSON with `--json`).",
+    examples: [
+      ["Show everything", "$0 status"],
+      ["One agent as JSON", "$0 status --agent ag-ab12cd34 --json"],
+      ["Follow changes", "$0 status --watch"],
+    ],
+  });
+
+  agent = Option.String("--agent", { description: "Only this agent" });
+  watch = Option.Boolean("--watch", false, { description: "Keep running and redraw on every change" });
+
+  async run(): Promise<number> {
+    const projectRoot = this.projectRoot();
+    if (this.watch) return this.follow(projectRoot);
+    const fields = this.agent === undefined ? { projectRoot } : { projectRoot, agentId: this.agent };
+    const report = await withDaemon((client) => client.request("status", fields));
+    if (this.json) writeJson(report);
+    else process.stdout.write(renderStatusTable(report, { color: colorEnabled(process.stdout) }));
+    return 0;
+  }
+
+  private async follow(projectRoot: string): Promise<number> {
+    const client = await connectDaemon();
+    let interrupted = false;
+    const stop = () => {
+      interrupted = true;
+      client.close();
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+    try {
+      const stream = await client.openStream("subscribe_status", { projectRoot }, { timeoutMs: 30_000 });
+      this.show(stream.result, []);
+      for await (const event of stream) {
+        if (event.type === "status_event") this.show(event.report, event.changed);
+      }
+    } catch (error) {
+      if (!interrupted) throw error;
+    } finally {
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
+      client.close();
+    }
+    if (!interrupted) throw new PuError("DAEMON_UNAVAILABLE", "lost the connection to the pu daemon");
+    return 0;
+  }
+
+  private show(full: StatusReport, changed: unknown[]): void {
+    const report = this.agent === undefined ? full : onlyAgent(full, this.agent);
+    if (this.json) {
+      writeJsonLine({ report, changed });
+      return;
+    }
+    const tty = Boolean(process.stdout.isTTY);
+    // Home + clear on a terminal; a pipe gets successive tables separated by a blank line.
+    const frame = renderStatusTable(report, { color: colorEnabled(process.stdout) });
+    process.stdout.write(tty ? `\x1b[H\x1b[2J${frame}\nwatching ${report.projectRoot} (Ctrl-C to stop)\n` : `${frame}\n`);
+  }
+}

@@ -1,0 +1,139 @@
+import { spawn } from "node:child_process";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { isPuError, PuError } from "@pu/core/errors";
+import { ensurePuHome, logPath, pidPath, puHome, socketPath } from "@pu/core/paths";
+import { connectClient, type Client } from "@pu/ipc/client";
+
+const CLIENT_NAME = "pu-cli";
+const START_TIMEOUT_MS = 5_000;
+const CONNECT_TIMEOUT_MS = 5_000;
+
+export interface DaemonConnectOptions {
+  home?: string;
+  /** Start the daemon when nothing answers (default true). */
+  autoStart?: boolean;
+}
+
+export function daemonHome(env: NodeJS.ProcessEnv = process.env): string {
+  return puHome(env);
+}
+
+function withRestartHint(error: unknown): unknown {
+  if (isPuError(error) && error.code === "PROTOCOL_MISMATCH" && !error.message.includes("pu daemon restart")) {
+    return new PuError("PROTOCOL_MISMATCH", `${error.message}; run \`pu daemon restart\``, { cause: error });
+  }
+  return error;
+}
+
+/** Connects to a running daemon; undefined when none is listening. */
+export async function tryConnectDaemon(home: string = daemonHome()): Promise<Client | undefined> {
+  try {
+    return await connectClient({ socketPath: socketPath(home), clientName: CLIENT_NAME, timeoutMs: CONNECT_TIMEOUT_MS });
+  } catch (error) {
+    if (isPuError(error) && error.code === "DAEMON_UNAVAILABLE") return undefined;
+    throw withRestartHint(error);
+  }
+}
+
+/** Connects to the daemon, starting it first when it is not running (unless autoStart is false). */
+export async function connectDaemon({ home = daemonHome(), autoStart = true }: DaemonConnectOptions = {}): Promise<Client> {
+  const client = await tryConnectDaemon(home);
+  if (client) return client;
+  if (!autoStart) throw new PuError("DAEMON_UNAVAILABLE", "pu daemon is not running; start it with `pu daemon start`");
+  await startDaemonProcess(home);
+  return waitForDaemon(home, START_TIMEOUT_MS);
+}
+
+/** Runs `fn` with a connected client and always closes the connection afterwards. */
+export async function withDaemon<T>(fn: (client: Client) => Promise<T>, options?: DaemonConnectOptions): Promise<T> {
+  const client = await connectDaemon(options);
+  try {
+    return await fn(client);
+  } finally {
+    client.close();
+  }
+}
+
+/** The `pu-engine` bin next to the `@pu/engine` package's daemon entry; the CLI never imports engine code. */
+export function daemonBinPath(): string {
+  const daemonEntry = fileURLToPath(import.meta.resolve("@pu/engine/daemon"));
+  return path.join(path.dirname(daemonEntry), "..", "bin", "pu-engine");
+}
+
+/** Starts the daemon detached from this process, appending its output to `$PU_HOME/daemon.log`. */
+export async function startDaemonProcess(home: string): Promise<number | undefined> {
+  await ensurePuHome(home);
+  const log = openSync(logPath(home), "a", 0o600);
+  try {
+    const child = spawn(process.execPath, [daemonBinPath(), "--home", home], {
+      detached: true,
+      stdio: ["ignore", log, log],
+      env: { ...process.env, PU_HOME: home },
+    });
+    // A failed exec surfaces as an "error" event; without a listener it would crash the CLI.
+    child.on("error", () => {});
+    child.unref();
+    return child.pid;
+  } finally {
+    closeSync(log);
+  }
+}
+
+/** Retries the connection with backoff until the daemon answers or `timeoutMs` passes. */
+export async function waitForDaemon(home: string, timeoutMs: number): Promise<Client> {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 25;
+  for (;;) {
+    const client = await tryConnectDaemon(home);
+    if (client) return client;
+    if (Date.now() + delay > deadline) break;
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 400);
+  }
+  throw new PuError(
+    "DAEMON_UNAVAILABLE",
+    `pu daemon did not start within ${Math.round(timeoutMs / 1000)}s; see ${logPath(home)}`,
+  );
+}
+
+/** The pid recorded in `$PU_HOME/daemon.pid`, whatever shape the daemon wrote it in. */
+export function readDaemonPid(home: string = daemonHome()): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(pidPath(home), "utf8");
+  } catch {
+    return undefined;
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === "number") return parsed;
+    if (parsed && typeof parsed === "object" && typeof (parsed as { pid?: unknown }).pid === "number") {
+      return (parsed as { pid: number }).pid;
+    }
+  } catch {
+    // not JSON: fall through to the first integer in the file
+  }
+  const m = /\d+/.exec(text);
+  return m ? Number(m[0]) : undefined;
+}
+
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Waits until `pid` is gone; false when it is still alive after `timeoutMs`. */
+export async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (isProcessAlive(pid)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return true;
+}

@@ -1,0 +1,63 @@
+import { once } from "node:events";
+import { PuError } from "@pu/core/errors";
+import type { Client } from "@pu/ipc/client";
+import { writeJsonLine } from "./output.js";
+
+export interface FollowOptions {
+  agentId: string;
+  fromOffset?: number;
+  json: boolean;
+}
+
+async function writeBytes(data: Uint8Array): Promise<void> {
+  if (!process.stdout.write(data)) await once(process.stdout, "drain");
+}
+
+/**
+ * Streams an agent's output to stdout (replay, then live) until the agent exits (0), the user
+ * interrupts (0) or the daemon goes away (DAEMON_UNAVAILABLE). Used by `logs --follow` and by
+ * `attach` when stdin is not a terminal.
+ */
+export async function followOutput(client: Client, { agentId, fromOffset, json }: FollowOptions): Promise<number> {
+  const fields = fromOffset === undefined ? { agentId } : { agentId, fromOffset };
+  const stream = await client.openStream("attach", fields, { timeoutMs: 30_000 });
+  let interrupted = false;
+  const stop = () => {
+    interrupted = true;
+    stream.close();
+    client.close();
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  const { result } = stream;
+  // An agent that already exited sends its remaining replay and nothing more.
+  let exitCode: number | undefined = result.exited ? (result.exitCode ?? -1) : undefined;
+  let position = result.offset;
+  try {
+    if (exitCode === undefined || position < result.endOffset) {
+      for await (const event of stream) {
+        if (event.type === "output") {
+          if (json) writeJsonLine({ offset: event.offset, data: event.data });
+          else await writeBytes(event.data);
+          position = event.offset + event.data.length;
+          if (result.exited && position >= result.endOffset) break;
+        } else if (event.type === "exit") {
+          exitCode = event.exitCode;
+          break;
+        } else if (event.type === "notice") {
+          process.stderr.write(`pu: ${event.message}\n`);
+        }
+      }
+    }
+  } finally {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    stream.close();
+  }
+  if (exitCode !== undefined) {
+    if (json) writeJsonLine({ agentId, exitCode });
+    return 0;
+  }
+  if (interrupted) return 0;
+  throw new PuError("DAEMON_UNAVAILABLE", `lost the connection to the pu daemon while following ${agentId}`);
+}

@@ -1,0 +1,89 @@
+import type { WorktreeEntry } from "@pu/core/manifest";
+import type { AgentView, StatusReport } from "@pu/ipc/protocol";
+import { formatDuration, paint, truncate, type Style } from "./format.js";
+
+export interface StatusRow {
+  worktree: string;
+  agent: string;
+  name: string;
+  type: string;
+  status: string;
+  idle: string;
+  pidExit: string;
+}
+
+const COLUMNS: { key: keyof StatusRow; title: string; max?: number }[] = [
+  { key: "worktree", title: "WORKTREE", max: 32 },
+  { key: "agent", title: "AGENT" },
+  { key: "name", title: "NAME", max: 24 },
+  { key: "type", title: "TYPE", max: 12 },
+  { key: "status", title: "STATUS" },
+  { key: "idle", title: "IDLE" },
+  { key: "pidExit", title: "PID/EXIT" },
+];
+
+const STATUS_STYLE: Record<string, Style> = { streaming: "green", waiting: "yellow", broken: "red" };
+
+type WorktreeShown = Pick<WorktreeEntry, "id" | "name" | "status" | "createdAt"> & { agents: Record<string, AgentView> };
+
+const byStart = (a: AgentView, b: AgentView) => a.startedAt.localeCompare(b.startedAt) || a.id.localeCompare(b.id);
+
+function agentRow(worktree: string, agent: AgentView): StatusRow {
+  return {
+    worktree,
+    agent: agent.id,
+    name: agent.name,
+    type: agent.agentType,
+    status: agent.suspended ? `${agent.status} (benched)` : agent.status,
+    idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
+    pidExit:
+      agent.exitCode !== undefined && agent.exitCode !== null
+        ? `exit ${agent.exitCode}`
+        : agent.pid !== undefined && agent.pid !== null
+          ? String(agent.pid)
+          : "-",
+  };
+}
+
+/** One row per agent: root agents first, then each worktree's (a worktree with no agents still gets a row). */
+export function statusRows(report: StatusReport): StatusRow[] {
+  const rows: StatusRow[] = Object.values(report.agents).sort(byStart).map((a) => agentRow("(root)", a));
+  // protocol's WorktreeView is Omit<> over a loose (index-signature) object, which drops the
+  // named fields from its type; the wire value has them, so name the ones the table reads.
+  const worktrees = (Object.values(report.worktrees) as unknown as WorktreeShown[]).sort(
+    (a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
+  );
+  for (const wt of worktrees) {
+    const label = `${wt.id} ${wt.name}${wt.status === "active" ? "" : ` [${wt.status}]`}`;
+    const agents = Object.values(wt.agents).sort(byStart);
+    if (agents.length === 0) {
+      rows.push({ worktree: label, agent: "-", name: "-", type: "-", status: "-", idle: "-", pidExit: "-" });
+    }
+    for (const agent of agents) rows.push(agentRow(label, agent));
+  }
+  return rows;
+}
+
+/** The human `pu status` view; colour codes only when `color` (the caller checks TTY and NO_COLOR). */
+export function renderStatusTable(report: StatusReport, { color = false }: { color?: boolean } = {}): string {
+  const rows = statusRows(report);
+  if (rows.length === 0) return `no agents in ${report.projectRoot}; start one with \`pu spawn "PROMPT"\`\n`;
+  const cells = rows.map((row) => COLUMNS.map((c) => (c.max ? truncate(row[c.key], c.max) : row[c.key])));
+  const widths = COLUMNS.map((c, i) => Math.max(c.title.length, ...cells.map((r) => r[i]!.length)));
+  const line = (values: string[], styleOf: (i: number, v: string) => Style | undefined) =>
+    values
+      .map((v, i) => {
+        // Pad before painting so escape codes never count towards the column width.
+        const padded = i === values.length - 1 ? v : v.padEnd(widths[i]!);
+        const style = styleOf(i, v);
+        return style ? paint(padded, style, color) : padded;
+      })
+      .join("  ")
+      .trimEnd();
+  const statusColumn = COLUMNS.findIndex((c) => c.key === "status");
+  const out = [line(COLUMNS.map((c) => c.title), () => "bold")];
+  for (const r of cells) {
+    out.push(line(r, (i, v) => (i === statusColumn ? STATUS_STYLE[v.split(" ")[0]!] : undefined)));
+  }
+  return out.join("\n") + "\n";
+}
