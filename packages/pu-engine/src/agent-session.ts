@@ -180,7 +180,10 @@ export class AgentSession {
     const deadline = Date.now() + graceMs;
     if (this._exitCode === null) killProcessGroup(this.pid, "SIGTERM");
     // Children of the agent get the same grace as the agent itself.
-    const leaderGone = await Promise.race([this.exited.then(() => true), sleep(graceMs).then(() => false)]);
+    let graceTimer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<false>((resolveGrace) => (graceTimer = setTimeout(() => resolveGrace(false), graceMs)));
+    // The timer is cleared so a finished kill does not keep the event loop (a stopping daemon) alive.
+    const leaderGone = await Promise.race([this.exited.then(() => true), graceOver]).finally(() => clearTimeout(graceTimer));
     const groupGone = leaderGone && (await waitForGroupGone(this.pid, deadline));
     if (!groupGone) killProcessTree(this.pid, "SIGKILL");
     const code = await this.exited;
