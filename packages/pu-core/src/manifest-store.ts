@@ -96,6 +96,8 @@ export class ManifestStore {
    * (with a new `updatedAt`) unless `fn` throws. Returns what `fn` returned.
    */
   async update<T>(root: string, fn: (manifest: Manifest) => T | Promise<T>): Promise<T> {
+    // Checked before locking too: the lock library would retry a missing `.pu/` for minutes.
+    if (!(await this.exists(root))) throw notInitialized(root);
     return this.withLock(root, async (assertLockHeld) => {
       const manifest = await this.readFrom(root);
       const result = await fn(manifest);
