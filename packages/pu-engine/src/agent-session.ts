@@ -177,8 +177,10 @@ export class AgentSession {
    * then SIGKILL to whatever is left. Resolves with the exit code.
    */
   async kill({ graceMs = 5000 }: { graceMs?: number } = {}): Promise<number> {
+    // Once the agent is gone for good its pid may be reused: signal nothing.
+    if (this._exitCode !== null) return this._exitCode;
     const deadline = Date.now() + graceMs;
-    if (this._exitCode === null) killProcessGroup(this.pid, "SIGTERM");
+    killProcessGroup(this.pid, "SIGTERM");
     // Children of the agent get the same grace as the agent itself.
     let graceTimer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<false>((resolveGrace) => (graceTimer = setTimeout(() => resolveGrace(false), graceMs)));
