@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import type { StatusReport } from "@pu/ipc/protocol";
+import { colorEnabled } from "../src/output.js";
+import { renderStatusTable, statusRows } from "../src/status-table.js";
+
+const agent = (id: string, fields: Record<string, unknown>) => ({
+  id,
+  name: id,
+  agentType: "terminal",
+  status: "streaming",
+  storedStatus: "streaming",
+  startedAt: "2026-03-08T12:00:00.000Z",
+  idleSeconds: 3,
+  live: true,
+  ...fields,
+});
+
+const report = {
+  projectRoot: "/work/app",
+  createdAt: "2026-03-08T11:00:00.000Z",
+  updatedAt: "2026-03-08T12:10:00.000Z",
+  agents: {
+    "ag-root0001": agent("ag-root0001", { name: "Researcher", agentType: "claude", status: "waiting", idleSeconds: 95, pid: 4242 }),
+  },
+  worktrees: {
+    "wt-fix00001": {
+      id: "wt-fix00001",
+      name: "fix-auth",
+      path: "/work/app/.pu/worktrees/wt-fix00001",
+      branch: "pu/fix-auth",
+      status: "active",
+      createdAt: "2026-03-08T12:00:00.000Z",
+      agents: {
+        "ag-late0002": agent("ag-late0002", { startedAt: "2026-03-08T12:05:00.000Z", status: "broken", exitCode: 137, idleSeconds: null, live: false }),
+        "ag-first001": agent("ag-first001", { name: "Claude", agentType: "claude", pid: 999, suspended: true, status: "waiting", idleSeconds: 7300 }),
+      },
+    },
+    "wt-empty001": {
+      id: "wt-empty001",
+      name: "old",
+      path: "/work/app/.pu/worktrees/wt-empty001",
+      branch: "pu/old",
+      status: "merged",
+      createdAt: "2026-03-08T12:30:00.000Z",
+      agents: {},
+    },
+  },
+} as unknown as StatusReport;
+
+describe("status table", () => {
+  it("lists root agents first, then worktrees and their agents in start order", () => {
+    const rows = statusRows(report);
+    expect(rows.map((r) => [r.worktree, r.agent])).toEqual([
+      ["(root)", "ag-root0001"],
+      ["wt-fix00001 fix-auth", "ag-first001"],
+      ["wt-fix00001 fix-auth", "ag-late0002"],
+      ["wt-empty001 old [merged]", "-"],
+    ]);
+  });
+
+  it("shows idle time, pid or exit code, and benched agents", () => {
+    const [root, first, late] = statusRows(report);
+    expect(root).toMatchObject({ status: "waiting", idle: "1m35s", pidExit: "4242", type: "claude" });
+    expect(first).toMatchObject({ status: "waiting (benched)", idle: "2h01m", pidExit: "999" });
+    expect(late).toMatchObject({ status: "broken", idle: "-", pidExit: "exit 137" });
+  });
+
+  it("renders aligned columns without escape codes when colour is off", () => {
+    const text = renderStatusTable(report, { color: false });
+    expect(text).not.toMatch(/\x1b/);
+    const lines = text.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^WORKTREE\s+AGENT\s+NAME\s+TYPE\s+STATUS\s+IDLE\s+PID\/EXIT$/);
+    expect(lines).toHaveLength(5);
+    const agentColumn = lines[0]!.indexOf("AGENT");
+    for (const line of lines.slice(1)) expect(line.slice(agentColumn, agentColumn + 3)).toMatch(/^(ag-|-  )/);
+  });
+
+  it("colours statuses only when asked, keeping the columns aligned", () => {
+    const plain = renderStatusTable(report, { color: false });
+    const coloured = renderStatusTable(report, { color: true });
+    expect(coloured).toContain("\x1b[31mbroken");
+    expect(coloured.replace(/\x1b\[\d+m/g, "")).toBe(plain);
+  });
+
+  it("says how to start when there are no agents", () => {
+    const empty = { ...report, agents: {}, worktrees: {} } as StatusReport;
+    expect(renderStatusTable(empty)).toMatch(/no agents in \/work\/app; start one with `pu spawn/);
+  });
+
+  it("colour needs a TTY and no NO_COLOR", () => {
+    expect(colorEnabled({ isTTY: true }, {})).toBe(true);
+    expect(colorEnabled({ isTTY: true }, { NO_COLOR: "1" })).toBe(false);
+    expect(colorEnabled({ isTTY: false }, {})).toBe(false);
+  });
+});
