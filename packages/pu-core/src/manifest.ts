@@ -6,8 +6,8 @@ import { PuError } from "./errors.js";
 
 export const MANIFEST_VERSION = 1;
 
-const NEW_AGENT_STATUSES = ["streaming", "waiting", "broken"] as const;
-export type AgentStatus = (typeof NEW_AGENT_STATUSES)[number];
+export const AGENT_STATUSES = ["streaming", "waiting", "broken"] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
 // Older writers stored finer-grained states; they collapse onto the three current ones.
 const LEGACY_AGENT_STATUS: Record<string, AgentStatus> = {
