@@ -49,16 +49,16 @@ export default class AttachCommand extends PuCommand {
     client.close();
     switch (outcome.kind) {
       case "detached":
-        process.stderr.write(`[detached from ${this.agentId}]\n`);
+        process.stderr.write(`\n[detached from ${this.agentId}]\n`);
         return 0;
       case "exited":
-        process.stderr.write(`[${this.agentId} exited with code ${outcome.code}]\n`);
+        process.stderr.write(`\n[${this.agentId} exited with code ${outcome.code}]\n`);
         return 0;
       case "signal":
-        process.stderr.write(`[detached from ${this.agentId} on ${outcome.signal}]\n`);
+        process.stderr.write(`\n[detached from ${this.agentId} on ${outcome.signal}]\n`);
         return 0;
       case "lost":
-        process.stderr.write(`[lost the connection to the pu daemon; ${this.agentId} may still be running]\n`);
+        process.stderr.write(`\n[lost the connection to the pu daemon; ${this.agentId} may still be running]\n`);
         return 4;
     }
   }
