@@ -75,6 +75,6 @@ export async function handleResume(state: EngineState, req: RequestOf<"resume">)
   } finally {
     entryReady();
   }
-  state.log.event("resume", { projectRoot: root, agentId: agent.id, pid: session.pid, cwd });
+  state.log.event("resume", { projectRoot: root, agentId: agent.id, agentPid: session.pid, cwd });
   return { agent: updated };
 }

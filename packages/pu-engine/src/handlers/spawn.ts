@@ -255,7 +255,7 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
     agentId,
     agentType,
     worktreeId,
-    pid: session.pid,
+    agentPid: session.pid,
     file: launch.file,
     cwd: placement.cwd,
   });

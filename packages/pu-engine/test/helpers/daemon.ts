@@ -1,12 +1,15 @@
 // Runs the real daemon (bin/pu-engine, built dist) as a child process in a temp PU_HOME,
 // connects real clients to it, and tears every process it knows of down afterwards.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
+import type { AgentEntry, Manifest } from "@pu/core/manifest";
 import { connectClient, type Client } from "@pu/ipc/client";
+import type { EventFrame } from "@pu/ipc/protocol";
+import { makeTempRepo, type TempRepo } from "./git-repo.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const DAEMON_BIN = path.resolve(here, "../../bin/pu-engine");
@@ -171,4 +174,43 @@ export async function cleanupAll(): Promise<void> {
   agentPids.clear();
   for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
   tempDirs.clear();
+}
+
+/** Pulls a stream's events into an array in the background, so tests can wait on them. */
+export function collectEvents(stream: AsyncIterable<EventFrame>): { events: EventFrame[]; done: Promise<void> } {
+  const events: EventFrame[] = [];
+  const done = (async () => {
+    try {
+      for await (const event of stream) events.push(event);
+    } catch {
+      // the connection ended; what arrived is kept
+    }
+  })();
+  return { events, done };
+}
+
+/** All `output` bytes of an attach stream, in order. */
+export function outputBytes(events: EventFrame[]): Buffer {
+  return Buffer.concat(events.flatMap((e) => (e.type === "output" ? [Buffer.from(e.data)] : [])));
+}
+
+/** A git repository, initialized as a pu project through the daemon, with optional config. */
+export async function makeProject(client: Client, configYaml?: string): Promise<TempRepo> {
+  const repo = makeTempRepo();
+  trackTempDir(path.dirname(repo.root));
+  await client.request("init", { projectRoot: repo.root });
+  if (configYaml !== undefined) writeFileSync(path.join(repo.root, ".pu", "config.yaml"), configYaml);
+  return repo;
+}
+
+export function readManifest(root: string): Manifest {
+  return JSON.parse(readFileSync(path.join(root, ".pu", "manifest.json"), "utf8")) as Manifest;
+}
+
+/** The manifest entry of an agent, wherever it lives. */
+export function manifestAgent(root: string, agentId: string): (AgentEntry & { pidStartTime?: string }) | undefined {
+  const m = readManifest(root);
+  if (m.agents[agentId]) return m.agents[agentId];
+  for (const wt of Object.values(m.worktrees)) if (wt.agents[agentId]) return wt.agents[agentId];
+  return undefined;
 }
