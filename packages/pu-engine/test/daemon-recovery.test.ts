@@ -1,0 +1,87 @@
+import { readFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseManifest } from "@pu/core/manifest";
+import {
+  cleanupAll,
+  FAKE_AGENT_COMMAND,
+  isProcessAlive,
+  makeProject,
+  manifestAgent,
+  startTestDaemon,
+  trackAgentPid,
+  waitFor,
+} from "./helpers/daemon.js";
+import * as path from "node:path";
+
+afterEach(cleanupAll);
+
+describe("recovery after a daemon crash", () => {
+  it("reconciles agents of a SIGKILLed daemon and leaves no orphan process", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client, "agents:\n  fakeclaude:\n    command: " + FAKE_AGENT_COMMAND + "\n    resumeArgs: [--resumed]\n");
+    // A terminal agent that survives its PTY closing (SIGHUP) and ignores SIGTERM: a true orphan.
+    const shell = await client.request("spawn", {
+      projectRoot: repo.root,
+      root: true,
+      command: "trap '' HUP TERM; echo survivor; printf '$ '; while :; do sleep 1; done",
+    });
+    const resumable = await client.request("spawn", { projectRoot: repo.root, agent: "fakeclaude", name: "resumable" });
+    const pids = [shell.agent.pid ?? -1, resumable.agent.pid ?? -1];
+    pids.forEach(trackAgentPid);
+    await waitFor("both agents to be up", async () => {
+      const report = await client.request("status", { projectRoot: repo.root });
+      return [shell.agentId, resumable.agentId].every((id) => {
+        const view = report.agents[id] ?? report.worktrees[resumable.worktreeId ?? ""]?.agents[id];
+        return view?.status === "waiting";
+      });
+    });
+
+    await daemon.crash();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Precondition: the shell agent outlived its daemon (the fake agent may have died of SIGHUP).
+    expect(isProcessAlive(shell.agent.pid ?? -1)).toBe(true);
+    const second = await startTestDaemon(daemon.home);
+    const manifestFile = path.join(repo.root, ".pu", "manifest.json");
+    expect(() => parseManifest(readFileSync(manifestFile, "utf8"), manifestFile)).not.toThrow();
+    expect(manifestAgent(repo.root, shell.agentId)).toMatchObject({
+      status: "broken",
+      error: "lost: the daemon stopped while it was running",
+    });
+    expect(manifestAgent(repo.root, shell.agentId)?.completedAt).toBeDefined();
+    expect(manifestAgent(repo.root, resumable.agentId)).toMatchObject({ status: "waiting", suspended: true });
+    for (const pid of pids) expect(isProcessAlive(pid), `agent pid ${pid} left running`).toBe(false);
+    expect(readFileSync(path.join(daemon.home, "daemon.log"), "utf8")).toContain('"event":"recovery"');
+
+    // The resumable one comes back through the new daemon.
+    const client2 = await second.client();
+    const resumed = await client2.request("resume", { projectRoot: repo.root, agentId: resumable.agentId });
+    trackAgentPid(resumed.agent.pid);
+    await waitFor("the resumed agent's output", async () =>
+      Buffer.from((await client2.request("logs", { agentId: resumable.agentId })).data).toString().includes("arg --resumed"),
+    );
+    await expect(client2.request("logs", { agentId: shell.agentId })).rejects.toMatchObject({
+      code: "AGENT_NOT_FOUND",
+      message: `no output held for ${shell.agentId} (the daemon has restarted since it ran)`,
+    });
+  });
+
+  it("never touches a process whose pid was reused", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND });
+    trackAgentPid(spawned.agent.pid);
+    await daemon.crash();
+    // Point the record at this test process with a start time that is not its own.
+    const file = path.join(repo.root, ".pu", "manifest.json");
+    const { writeFileSync } = await import("node:fs");
+    const text = readFileSync(file, "utf8")
+      .replace(`"pid": ${spawned.agent.pid}`, `"pid": ${process.pid}`)
+      .replace(/"pidStartTime": "\d+"/, '"pidStartTime": "1"');
+    writeFileSync(file, text);
+    await startTestDaemon(daemon.home);
+    expect(isProcessAlive(process.pid)).toBe(true);
+    expect(manifestAgent(repo.root, spawned.agentId)).toMatchObject({ status: "broken", pid: process.pid });
+  });
+});
