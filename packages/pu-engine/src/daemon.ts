@@ -9,7 +9,9 @@ import { stopAgents } from "./handlers/kill.js";
 import { isAlive } from "./process-info.js";
 import { ProjectRegistry } from "./projects.js";
 import { recoverProjects } from "./recovery.js";
+import { Scheduler } from "./scheduler.js";
 import { EngineState } from "./state.js";
+import { TriggerRunner } from "./trigger-runner.js";
 
 /** How long a stopping agent gets between SIGTERM and SIGKILL. */
 export const STOP_GRACE_MS = 5000;
@@ -105,6 +107,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     state = new EngineState(home, projects, log);
     // Before accepting connections: nobody may see (or act on) a manifest recovery has not reconciled.
     await recoverProjects(state);
+    state.triggers = new TriggerRunner(state);
+    state.triggers.start();
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;
@@ -115,6 +119,9 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     });
     await server.listen();
     fs.chmodSync(sock, 0o600);
+    // Only a first look: runs that fell due while no daemon ran are counted as missed, not fired.
+    state.scheduler = new Scheduler(state);
+    await state.scheduler.start();
   } catch (err) {
     log?.event("start_failed", { error: err });
     await server?.close().catch(() => undefined);
@@ -142,6 +149,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     stop(reason = "request") {
       stopping ??= (async () => {
         state.stopping = true;
+        state.scheduler?.stop();
+        state.triggers?.stop();
         activeLog.event("shutdown_begin", { reason });
         try {
           await activeServer.close();

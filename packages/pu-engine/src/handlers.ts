@@ -1,9 +1,14 @@
-// Which function answers which request. Requests not listed here (definitions, swarms,
-// triggers, schedules, gates) belong to later layers and get "unsupported request".
+// Which function answers which request.
 import type { Handlers } from "@pu/ipc/server";
+import { handleAssignTrigger } from "./handlers/assign-trigger.js";
 import { handleAttach } from "./handlers/attach.js";
 import { handleClean } from "./handlers/clean.js";
+import { handleDefinitionDelete } from "./handlers/definition-delete.js";
+import { handleDefinitionGet } from "./handlers/definition-get.js";
+import { handleDefinitionList } from "./handlers/definition-list.js";
+import { handleDefinitionSave } from "./handlers/definition-save.js";
 import { handleDiff } from "./handlers/diff.js";
+import { handleGate } from "./handlers/gate.js";
 import { handleHealth } from "./handlers/health.js";
 import { handleInit } from "./handlers/init.js";
 import { handleInput } from "./handlers/input.js";
@@ -13,11 +18,14 @@ import { handleMerge } from "./handlers/merge.js";
 import { handleRename } from "./handlers/rename.js";
 import { handleResize } from "./handlers/resize.js";
 import { handleResume } from "./handlers/resume.js";
+import { handleRunSwarm } from "./handlers/run-swarm.js";
+import { handleScheduleEnable } from "./handlers/schedule-enable.js";
 import { handleShutdown } from "./handlers/shutdown.js";
 import { handleSpawn } from "./handlers/spawn.js";
 import { handleStatus } from "./handlers/status.js";
 import { handleSubscribeStatus } from "./handlers/subscribe-status.js";
 import { handleSuspend } from "./handlers/suspend.js";
+import { handleTriggerLog } from "./handlers/trigger-log.js";
 import type { EngineState } from "./state.js";
 
 export function createHandlers(state: EngineState): Handlers {
@@ -39,5 +47,14 @@ export function createHandlers(state: EngineState): Handlers {
     diff: (req) => handleDiff(state, req),
     merge: (req) => handleMerge(state, req),
     clean: (req) => handleClean(state, req),
+    definition_list: (req) => handleDefinitionList(state, req),
+    definition_get: (req) => handleDefinitionGet(state, req),
+    definition_save: (req) => handleDefinitionSave(state, req),
+    definition_delete: (req) => handleDefinitionDelete(state, req),
+    run_swarm: (req) => handleRunSwarm(state, req),
+    assign_trigger: (req) => handleAssignTrigger(state, req),
+    trigger_log: (req) => handleTriggerLog(state, req),
+    schedule_enable: (req) => handleScheduleEnable(state, req),
+    gate: (req) => handleGate(state, req),
   };
 }

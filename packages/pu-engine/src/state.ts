@@ -8,6 +8,8 @@ import { manifestPath } from "@pu/core/paths";
 import type { AgentSession } from "./agent-session.js";
 import type { DaemonLog } from "./daemon-log.js";
 import type { ProjectRegistry } from "./projects.js";
+import type { Scheduler } from "./scheduler.js";
+import type { TriggerRunner } from "./trigger-runner.js";
 import { StatusWatch } from "./status-watch.js";
 
 /** Why the daemon itself is stopping an agent; decides what its exit is recorded as. */
@@ -51,6 +53,10 @@ export class EngineState {
   stopping = false;
   /** Set by the daemon: begins the shutdown sequence (after the current reply is sent). */
   requestShutdown: () => void = () => undefined;
+  /** Set by the daemon once started (trigger-runner.ts); absent while recovering. */
+  triggers?: TriggerRunner;
+  /** Set by the daemon once started (scheduler.ts). */
+  scheduler?: Scheduler;
 
   constructor(
     readonly home: string,

@@ -9,6 +9,8 @@ import { worktreesDir } from "@pu/core/paths";
 import type { RequestOf, SpawnResult } from "@pu/ipc/protocol";
 import { buildEnv, buildLaunch, deliverPrompt, type Launch } from "../agent-launch.js";
 import { AgentSession } from "../agent-session.js";
+import { applySpawnTemplate, bindTrigger, spawnTriggerBinding } from "../definitions-service.js";
+import { installWorktreeHooks } from "../git-hooks.js";
 import { processStartTime } from "../process-info.js";
 import { nowIso, registerSession, worktreeIn, type EngineState } from "../state.js";
 import { createWorktree, removeWorktree, type CreatedWorktree } from "../worktrees.js";
@@ -112,14 +114,14 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   if (state.stopping) throw new PuError("INVALID_STATE", "the pu daemon is shutting down; try again in a moment");
   const root = await state.project(req.projectRoot);
 
-  // EXTENSION POINT (templates and triggers): a later layer renders `template` with `vars`
-  // into the prompt here and binds `trigger` (or config.defaultTrigger unless noTrigger)
-  // to the new agent entry. Until then they are refused rather than silently ignored.
-  if (req.template !== undefined) throw new PuError("INVALID_ARGUMENT", "spawn --template is not supported yet");
-  if (req.trigger !== undefined) throw new PuError("INVALID_ARGUMENT", "spawn --trigger is not supported yet");
-  const warnings: string[] = [];
+  // A template renders into the prompt (its frontmatter may set agent/command).
+  const templated = await applySpawnTemplate(state, root, req);
+  req = templated.req;
+  const warnings: string[] = [...templated.warnings];
 
   const config = await loadConfig(root);
+  // Resolved before anything is created, so a missing trigger leaves nothing behind.
+  const triggerFields = await spawnTriggerBinding(state, root, req, config);
   const agentType = req.agent ?? (req.command !== undefined ? "terminal" : config.defaultAgent);
   const typeConfig = agentTypeOrThrow(config, agentType);
   const agentId = newAgentId();
@@ -155,6 +157,7 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
       envFiles: config.envFiles,
     });
     warnings.push(...created.notes);
+    warnings.push(...(await installWorktreeHooks(state, root, created.path)));
   }
   const rollBackWorktree = async (): Promise<void> => {
     if (!created) return;
@@ -206,6 +209,7 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   if (req.command !== undefined) entry.command = req.command;
   if (req.planMode) entry.planMode = true;
   if (req.noTrigger) entry.noTrigger = true;
+  if (triggerFields) bindTrigger(entry, triggerFields);
 
   try {
     await state.updateManifest(root, (fresh) => {
@@ -246,9 +250,11 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   if (launch.promptToType !== undefined) {
     const text = launch.promptToType;
     // Typed after the reply: the agent needs time to draw its prompt first.
-    void deliverPrompt(session, text).catch((err: unknown) =>
+    const delivery = deliverPrompt(session, text).catch((err: unknown) =>
       state.log.event("prompt_delivery_failed", { projectRoot: root, agentId, error: err }),
     );
+    // The first trigger action waits for the agent's answer to this prompt.
+    if (triggerFields) state.triggers?.holdWhile(agentId, delivery);
   }
   state.log.event("spawn", {
     projectRoot: root,

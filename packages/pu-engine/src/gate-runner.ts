@@ -1,0 +1,206 @@
+// Gates: a trigger's shell command whose exit code decides whether the sequence moves on.
+// Gate commands come only from trigger files in `<root>/.pu/triggers` or `$PU_HOME/triggers`,
+// which the user wrote, so running them through `/bin/sh -c` is the point, not a hole.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { puDir } from "@pu/core/paths";
+import type { GateRun } from "@pu/ipc/protocol";
+
+/** Output kept per gate run (the tail: failures print their reason last). */
+export const GATE_OUTPUT_BYTES = 64 * 1024;
+/** Gate runs kept per record file. */
+export const GATE_RECORDS_KEPT = 200;
+/** After a timeout's SIGTERM, how long the gate's process group gets before SIGKILL. */
+const GATE_KILL_GRACE_MS = 2000;
+
+export interface GateCommand {
+  command: string;
+  cwd: string;
+  timeoutSeconds: number;
+  env?: Record<string, string>;
+  /** Aborting kills the gate's process group (e.g. the agent exited mid-gate). */
+  signal?: AbortSignal;
+}
+
+export interface GateOutcome {
+  command: string;
+  /** The shell's exit code (128 + signal when killed); null when it timed out or could not start. */
+  exitCode: number | null;
+  timedOut: boolean;
+  aborted: boolean;
+  durationMs: number;
+  /** The last GATE_OUTPUT_BYTES of stdout and stderr, interleaved as written. */
+  output: string;
+  startedAt: string;
+}
+
+/** Signals the gate's process group only: its leader may be reaped already and its pid reused. */
+function signalGroup(pgid: number | undefined, signal: NodeJS.Signals): void {
+  if (pgid === undefined || pgid <= 1) return;
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // the group is gone
+  }
+}
+
+const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
+
+/** Keeps only the last `limit` bytes written to it. */
+class TailBuffer {
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  constructor(private readonly limit: number) {}
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.bytes += chunk.length;
+    while (this.chunks.length > 1 && this.bytes - (this.chunks[0]?.length ?? 0) >= this.limit) {
+      this.bytes -= this.chunks.shift()?.length ?? 0;
+    }
+  }
+  text(): string {
+    const all = Buffer.concat(this.chunks);
+    return all.subarray(Math.max(0, all.length - this.limit)).toString("utf8");
+  }
+}
+
+/** Runs one gate command with `/bin/sh -c` in its own process group; never rejects. */
+export function runGate(gate: GateCommand): Promise<GateOutcome> {
+  const startedAt = new Date();
+  const output = new TailBuffer(GATE_OUTPUT_BYTES);
+  return new Promise<GateOutcome>((resolve) => {
+    let timedOut = false;
+    let aborted = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    const child = spawn("/bin/sh", ["-c", gate.command], {
+      cwd: gate.cwd,
+      env: { ...process.env, ...gate.env },
+      // Its own group, so a timeout stops everything the gate started (test runners fork).
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const stopGroup = (): void => {
+      signalGroup(child.pid, "SIGTERM");
+      killTimer = setTimeout(() => signalGroup(child.pid, "SIGKILL"), GATE_KILL_GRACE_MS);
+    };
+    const timeout = setTimeout(() => {
+      timedOut = true;
+      output.push(Buffer.from(`\n[pu: gate timed out after ${gate.timeoutSeconds}s; stopped]\n`));
+      stopGroup();
+    }, Math.min(gate.timeoutSeconds * 1000, 2 ** 31 - 1));
+    const onAbort = (): void => {
+      aborted = true;
+      stopGroup();
+    };
+    if (gate.signal?.aborted) onAbort();
+    else gate.signal?.addEventListener("abort", onAbort, { once: true });
+
+    child.stdout.on("data", (chunk: Buffer) => output.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => output.push(chunk));
+    let settled = false;
+    const finish = (exitCode: number | null): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timeout);
+      clearTimeout(killTimer);
+      gate.signal?.removeEventListener("abort", onAbort);
+      // Whatever the shell left running in its group must not outlive the gate.
+      signalGroup(child.pid, "SIGKILL");
+      resolve({
+        command: gate.command,
+        exitCode: timedOut ? null : exitCode,
+        timedOut,
+        aborted,
+        durationMs: Date.now() - startedAt.getTime(),
+        output: output.text(),
+        startedAt: startedAt.toISOString(),
+      });
+    };
+    child.on("error", (err) => {
+      output.push(Buffer.from(`[pu: cannot run the gate: ${err.message}]\n`));
+      finish(null);
+    });
+    // "close" (not "exit"): all output has been read by then.
+    child.on("close", (code, signal) => finish(code ?? (signal ? 128 + (SIGNAL_NUMBERS[signal] ?? 0) : null)));
+  });
+}
+
+// ---- records ----------------------------------------------------------------
+
+export function gatesDir(projectRoot: string): string {
+  return path.join(puDir(projectRoot), "gates");
+}
+
+/** One JSONL file per agent; git-hook gates (no agent) go to `hook-<event>.jsonl`. */
+export function gateRecordPath(projectRoot: string, key: string): string {
+  return path.join(gatesDir(projectRoot), `${key}.jsonl`);
+}
+
+export function toGateRun(outcome: GateOutcome, fields: { agentId: string; triggerName: string; seqIndex: number }): GateRun {
+  return {
+    agentId: fields.agentId,
+    triggerName: fields.triggerName,
+    seqIndex: fields.seqIndex,
+    command: outcome.command,
+    exitCode: outcome.exitCode,
+    timedOut: outcome.timedOut,
+    durationMs: outcome.durationMs,
+    outputTail: outcome.output,
+    startedAt: outcome.startedAt,
+  };
+}
+
+// Appends to one file are serialized so trimming never races another append.
+const writeQueues = new Map<string, Promise<void>>();
+
+/** Appends a run; the file keeps the last GATE_RECORDS_KEPT runs (rewritten atomically when trimmed). */
+export function appendGateRun(projectRoot: string, key: string, run: GateRun): Promise<void> {
+  const file = gateRecordPath(projectRoot, key);
+  const previous = writeQueues.get(file) ?? Promise.resolve();
+  const next = previous.then(() => appendNow(file, run));
+  const settled = next.catch(() => undefined);
+  writeQueues.set(file, settled);
+  void settled.then(() => {
+    if (writeQueues.get(file) === settled) writeQueues.delete(file);
+  });
+  return next;
+}
+
+async function appendNow(file: string, run: GateRun): Promise<void> {
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  await fs.appendFile(file, `${JSON.stringify(run)}\n`);
+  const lines = (await fs.readFile(file, "utf8")).split("\n").filter((line) => line.trim() !== "");
+  if (lines.length <= GATE_RECORDS_KEPT) return;
+  const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  const handle = await fs.open(temp, "w", 0o644);
+  try {
+    await handle.writeFile(`${lines.slice(-GATE_RECORDS_KEPT).join("\n")}\n`);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await fs.rename(temp, file);
+}
+
+/** Every recorded run, oldest first; lines that do not parse (a torn write) are skipped. */
+export async function readGateRuns(projectRoot: string, key: string): Promise<GateRun[]> {
+  let text: string;
+  try {
+    text = await fs.readFile(gateRecordPath(projectRoot, key), "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw err;
+  }
+  const runs: GateRun[] = [];
+  for (const line of text.split("\n")) {
+    if (line.trim() === "") continue;
+    try {
+      runs.push(JSON.parse(line) as GateRun);
+    } catch {
+      // skip
+    }
+  }
+  return runs;
+}

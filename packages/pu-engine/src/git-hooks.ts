@@ -1,0 +1,163 @@
+// Git-hook gates: triggers with `on: pre_commit` / `pre_push` run when a commit or push
+// happens in one of pu's worktrees.
+//
+// Installation, kept away from the user's own checkout: every worktree pu creates gets
+// a per-worktree `core.hooksPath` (`git config --worktree`, which needs
+// `extensions.worktreeConfig` in the repository) pointing at `<root>/.pu/hooks/`. The
+// main checkout's config is not touched beyond that extension flag, so its commits run
+// exactly the hooks they ran before. The scripts there run `pu gate <event>` only when
+// the repository is inside `<root>/.pu/worktrees/` and a trigger file mentions the
+// event, then chain to the repository's own hook (`<git-common-dir>/hooks/<name>`).
+// Hooks are installed for every new worktree (not only when such a trigger exists), so
+// a trigger added later applies to worktrees that already exist.
+//
+// The scripts call the pu CLI by absolute path: `PU_CLI_BIN` (set by the CLI when it
+// starts the daemon), else the CLI package next to this one in the pu checkout. When
+// neither exists, a hook that has gates to run fails the commit and says why: a gate
+// that cannot run must not pass.
+import { execFile } from "node:child_process";
+import { existsSync, promises as fs, statSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { listDefinitions, loadDefinition, renderTemplate, type TriggerDefinition } from "@pu/core/definitions";
+import { PuError } from "@pu/core/errors";
+import { puDir, worktreesDir } from "@pu/core/paths";
+import type { GateResult } from "@pu/ipc/protocol";
+import { shellQuote } from "./agent-launch.js";
+import { definitionScopes } from "./definitions-service.js";
+import { appendGateRun, runGate, toGateRun } from "./gate-runner.js";
+import type { EngineState } from "./state.js";
+
+const execFileAsync = promisify(execFile);
+
+export type HookEvent = "pre_commit" | "pre_push";
+const HOOK_FILES: Record<HookEvent, string> = { pre_commit: "pre-commit", pre_push: "pre-push" };
+
+/** Agent id under which git-hook gate runs are recorded (`.pu/gates/hook-<event>.jsonl`). */
+export const HOOK_RECORD_AGENT = "hook";
+
+export function hooksDir(root: string): string {
+  return path.join(puDir(root), "hooks");
+}
+
+/** The pu CLI entry to call from hooks, or undefined when none can be found. */
+export function locatePuCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const candidates = [env.PU_CLI_BIN, path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../pu-cli/bin/pu")];
+  for (const candidate of candidates) {
+    if (!candidate) continue;
+    try {
+      if (statSync(candidate).isFile()) return path.resolve(candidate);
+    } catch {
+      // next
+    }
+  }
+  return undefined;
+}
+
+export function hookScript(opts: { root: string; home: string; event: HookEvent; node: string; cli: string | undefined }): string {
+  const name = HOOK_FILES[opts.event];
+  const q = shellQuote;
+  const run = opts.cli
+    ? `PU_HOME=${q(opts.home)} PU_PROJECT_ROOT="$pu_root" ${q(opts.node)} ${q(opts.cli)} gate ${name} </dev/null || exit 1`
+    : `echo "pu: cannot run the ${opts.event} gates: the pu CLI was not found when this hook was written; restart the daemon with \\\`pu daemon restart\\\`" >&2; exit 1`;
+  return `#!/bin/sh
+# Written by pu for its own worktrees (per-worktree core.hooksPath); pu rewrites it.
+# Runs pu's ${opts.event} gates inside ${opts.root}/.pu/worktrees/, then the repository's own ${name} hook.
+pu_root=${q(opts.root)}
+top=$(git rev-parse --show-toplevel 2>/dev/null) || top=$(pwd -P)
+case "$top/" in
+  "$pu_root/.pu/worktrees/"*)
+    if grep -qs -e ${q(opts.event)} "$pu_root"/.pu/triggers/*.yaml ${q(opts.home)}/triggers/*.yaml; then
+      ${run}
+    fi
+    ;;
+esac
+common_dir=$(git rev-parse --git-common-dir 2>/dev/null) || exit 0
+case "$common_dir" in /*) ;; *) common_dir="$top/$common_dir" ;; esac
+if [ -x "$common_dir/hooks/${name}" ]; then exec "$common_dir/hooks/${name}" "$@"; fi
+exit 0
+`;
+}
+
+async function git(cwd: string, args: string[]): Promise<string> {
+  const { stdout } = await execFileAsync("git", args, { cwd, encoding: "utf8" });
+  return stdout.trim();
+}
+
+/**
+ * Points a new pu worktree at pu's hook scripts (rewritten each time, so they name the
+ * current CLI). Returns notes for the spawn's warnings; never throws.
+ */
+export async function installWorktreeHooks(state: EngineState, root: string, worktreePath: string): Promise<string[]> {
+  const realWorktree = await fs.realpath(worktreePath).catch(() => worktreePath);
+  if (!isInside(worktreesDir(root), realWorktree) && !isInside(worktreesDir(root), worktreePath)) {
+    return [`${worktreePath} is not under ${worktreesDir(root)}; pu's git hooks were not installed there`];
+  }
+  const cli = locatePuCli();
+  try {
+    const dir = hooksDir(root);
+    await fs.mkdir(dir, { recursive: true });
+    for (const event of Object.keys(HOOK_FILES) as HookEvent[]) {
+      const file = path.join(dir, HOOK_FILES[event]);
+      const temp = `${file}.${process.pid}.tmp`;
+      await fs.writeFile(temp, hookScript({ root, home: state.home, event, node: process.execPath, cli }), { mode: 0o755 });
+      await fs.chmod(temp, 0o755);
+      await fs.rename(temp, file);
+    }
+    const flag = await git(root, ["config", "--local", "--get", "extensions.worktreeConfig"]).catch(() => "");
+    if (flag !== "true") await git(root, ["config", "--local", "extensions.worktreeConfig", "true"]);
+    await git(worktreePath, ["config", "--worktree", "core.hooksPath", dir]);
+  } catch (err) {
+    state.log.event("hooks_install_failed", { projectRoot: root, worktreePath, error: err });
+    return [`pu's git hooks were not installed in ${worktreePath}: ${(err as Error).message}; pre_commit/pre_push gates will not run there`];
+  }
+  return cli ? [] : [`the pu CLI was not found (PU_CLI_BIN unset): commits in ${worktreePath} fail while pre_commit/pre_push triggers exist`];
+}
+
+function isInside(dir: string, target: string): boolean {
+  const rel = path.relative(dir, target);
+  return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
+}
+
+/** The gates of every trigger listening to `event` (local wins over global), run in `cwd` and recorded. */
+export async function runHookGates(state: EngineState, root: string, event: HookEvent, cwd: string): Promise<GateResult> {
+  const dir = path.resolve(root, cwd);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+    throw new PuError("INVALID_ARGUMENT", `gate directory ${dir} does not exist`);
+  }
+  const scopes = definitionScopes(state, root);
+  const triggers: TriggerDefinition[] = [];
+  for (const summary of await listDefinitions("trigger", scopes)) {
+    if (summary.error !== undefined) {
+      state.log.event("gate_trigger_invalid", { projectRoot: root, name: summary.name, error: summary.error });
+      continue;
+    }
+    const { parsed } = await loadDefinition("trigger", summary.name, scopes);
+    if (parsed.on === event) triggers.push(parsed);
+  }
+
+  const result: GateResult = { passed: true, runs: [] };
+  for (const trigger of triggers) {
+    const vars = trigger.variables ?? {};
+    for (const [seqIndex, action] of trigger.sequence.entries()) {
+      if (!action.gate) continue;
+      const outcome = await runGate({
+        command: renderTemplate(action.gate.run, vars).text,
+        cwd: dir,
+        timeoutSeconds: action.gate.timeout_seconds,
+        env: { PU_PROJECT_ROOT: root, PU_TRIGGER: trigger.name, PU_GATE_EVENT: event },
+      });
+      const run = toGateRun(outcome, { agentId: HOOK_RECORD_AGENT, triggerName: trigger.name, seqIndex });
+      await appendGateRun(root, `hook-${event}`, run).catch((err: unknown) =>
+        state.log.event("gate_record_failed", { projectRoot: root, event, error: err }),
+      );
+      const passed = !outcome.timedOut && outcome.exitCode === action.gate.expect_exit;
+      if (!passed) result.passed = false;
+      const { agentId: _agentId, seqIndex: _seqIndex, ...reported } = run;
+      result.runs.push(reported);
+    }
+  }
+  state.log.event("hook_gates", { projectRoot: root, event, cwd: dir, passed: result.passed, runs: result.runs.length });
+  return result;
+}

@@ -1,0 +1,17 @@
+import { saveDefinition } from "@pu/core/definitions";
+import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
+import { definitionScopes } from "../definitions-service.js";
+import type { EngineState } from "../state.js";
+
+/** Validates, then writes atomically; refuses to replace an existing file unless `overwrite`. */
+export async function handleDefinitionSave(state: EngineState, req: RequestOf<"definition_save">): Promise<ResultOf<"definition_save">> {
+  const root = req.projectRoot === undefined ? undefined : await state.project(req.projectRoot);
+  const saved = await saveDefinition(req.kind, req.name, req.content, {
+    ...definitionScopes(state, root),
+    scope: req.scope,
+    overwrite: req.overwrite === true,
+  });
+  state.log.event("definition_saved", { kind: req.kind, name: req.name, path: saved.path });
+  if (req.kind === "schedule") state.scheduler?.rearm("schedule saved");
+  return { path: saved.path, scope: saved.scope };
+}

@@ -1,0 +1,337 @@
+// Schedules: one timer for the whole daemon, armed for the earliest due schedule of
+// every known project (projects.json). No fixed tick: the timer is re-armed after it
+// fires and whenever a schedule is saved, deleted or toggled.
+//
+// Only project-local schedules (`<root>/.pu/schedules/`) fire. A global schedule
+// (`$PU_HOME/schedules/`) names no project to run in, so it is a template to copy into
+// a project; it is listed but never fires.
+//
+// Each schedule file keeps its own `nextRun` and `lastRun` (written back atomically,
+// the user's other keys and comments kept). A `nextRun` already past when the daemon
+// looks at it outside its own timer (at start, or after a save) fell due while nobody
+// was watching: it is not fired, it is counted in `.pu/schedule-state.json`
+// (`missedRuns`) and `nextRun` moves to the next future occurrence.
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import {
+  definitionPath,
+  listDefinitions,
+  loadDefinition,
+  parseDefinition,
+  renderTemplate,
+  type DefinitionScope,
+  type ScheduleDefinition,
+} from "@pu/core/definitions";
+import { PuError } from "@pu/core/errors";
+import { puDir } from "@pu/core/paths";
+import { missedRuns, nextRun, type RecurrenceSpec } from "@pu/core/recurrence";
+import type { RequestOf } from "@pu/ipc/protocol";
+import { agentDefinitionSpawnFields, definitionScopes } from "./definitions-service.js";
+import { runSwarm } from "./handlers/run-swarm.js";
+import { handleSpawn } from "./handlers/spawn.js";
+import type { EngineState } from "./state.js";
+
+/** setTimeout's limit; a longer delay fires at once. An early wake-up just re-arms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+interface DueSchedule {
+  root: string;
+  name: string;
+  due: Date;
+}
+
+type ScanMode = "look" | "fire";
+
+export class Scheduler {
+  private timer: NodeJS.Timeout | undefined;
+  private queue: Promise<void> = Promise.resolve();
+  private stopped = false;
+
+  constructor(private readonly state: EngineState) {}
+
+  /** First look after a start: past-due runs are counted as missed, never fired. */
+  start(): Promise<void> {
+    return this.enqueue("look", "start");
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Something changed (a schedule saved, deleted, toggled; a project added): look again. */
+  rearm(reason: string): void {
+    void this.enqueue("look", reason);
+  }
+
+  /** Scans run one at a time, so a save during a firing cannot double-fire or lose a write. */
+  private enqueue(mode: ScanMode, reason: string): Promise<void> {
+    const next = this.queue.then(() => this.scan(mode, reason));
+    this.queue = next.catch((err: unknown) => this.state.log.event("scheduler_failed", { reason, error: err }));
+    return this.queue;
+  }
+
+  private async scan(mode: ScanMode, reason: string): Promise<void> {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    let earliest: DueSchedule | undefined;
+    for (const root of this.state.projects.list()) {
+      for (const due of await this.scanProject(root, mode)) {
+        if (!earliest || due.due.getTime() < earliest.due.getTime()) earliest = due;
+      }
+    }
+    if (this.stopped || !earliest) return;
+    const delay = Math.min(Math.max(0, earliest.due.getTime() - Date.now()), MAX_TIMER_MS);
+    this.timer = setTimeout(() => void this.enqueue("fire", "timer"), delay);
+    this.state.log.event("scheduler_armed", { reason, next: earliest.name, projectRoot: earliest.root, due: earliest.due.toISOString() });
+  }
+
+  /** Each enabled local schedule of a project: fired (mode fire) or counted as missed when past due; the future ones returned. */
+  private async scanProject(root: string, mode: ScanMode): Promise<DueSchedule[]> {
+    let summaries;
+    try {
+      summaries = await listDefinitions("schedule", { projectRoot: root, home: this.state.home });
+    } catch (err) {
+      this.state.log.event("scheduler_project_skipped", { projectRoot: root, error: err });
+      return [];
+    }
+    const upcoming: DueSchedule[] = [];
+    for (const summary of summaries) {
+      if (summary.scope !== "local") continue;
+      if (summary.error !== undefined) {
+        this.state.log.event("schedule_invalid", { projectRoot: root, name: summary.name, error: summary.error });
+        continue;
+      }
+      try {
+        const due = await this.visit(root, summary.name, summary.path, mode);
+        if (due) upcoming.push({ root, name: summary.name, due });
+      } catch (err) {
+        this.state.log.event("schedule_failed", { projectRoot: root, name: summary.name, error: err });
+      }
+    }
+    return upcoming;
+  }
+
+  /** Brings one schedule file up to date; returns when it is next due (null: never again / disabled). */
+  private async visit(root: string, name: string, file: string, mode: ScanMode): Promise<Date | null> {
+    const schedule = await readSchedule(file, root);
+    if (!schedule.enabled) return null;
+    const spec = recurrenceOf(schedule);
+    const now = new Date();
+    const stored = schedule.nextRun !== undefined ? new Date(schedule.nextRun) : undefined;
+    if (stored === undefined || Number.isNaN(stored.getTime())) {
+      const next = nextRun(spec, latest(now, schedule.lastRun));
+      await writeScheduleTimes(file, { nextRun: next });
+      return next;
+    }
+    if (stored.getTime() > now.getTime()) return stored;
+
+    if (mode === "fire") {
+      const firedAt = new Date();
+      try {
+        await fireSchedule(this.state, root, schedule);
+        this.state.log.event("schedule_fired", { projectRoot: root, name, due: stored.toISOString() });
+      } catch (err) {
+        // It ran (and failed); it still counts as this occurrence's run.
+        this.state.log.event("schedule_fire_failed", { projectRoot: root, name, error: err });
+      }
+      const next = nextRun(spec, latest(new Date(), stored.toISOString()));
+      await writeScheduleTimes(file, { lastRun: firedAt, nextRun: next });
+      return next;
+    }
+
+    // Fell due while the daemon was not watching: report, do not fire a burst.
+    const missed = Math.max(1, missedRuns(spec, new Date(stored.getTime() - 1), now).length);
+    await recordMissed(root, name, missed, stored);
+    const next = nextRun(spec, now);
+    await writeScheduleTimes(file, { nextRun: next });
+    this.state.log.event("schedule_missed", { projectRoot: root, name, missed, nextRun: next?.toISOString() ?? null });
+    return next;
+  }
+}
+
+function latest(now: Date, iso: string | undefined): Date {
+  if (iso === undefined) return now;
+  const t = new Date(iso).getTime();
+  return Number.isNaN(t) || t < now.getTime() ? now : new Date(t);
+}
+
+function recurrenceOf(schedule: ScheduleDefinition): RecurrenceSpec {
+  return { recurrence: schedule.recurrence, startAt: schedule.startAt, timeZone: schedule.timeZone };
+}
+
+async function readSchedule(file: string, root: string | undefined): Promise<ScheduleDefinition> {
+  const text = await fs.readFile(file, "utf8");
+  return parseDefinition("schedule", text, root ? path.relative(root, file) : file).parsed;
+}
+
+// ---- firing -----------------------------------------------------------------
+
+/** Starts what the schedule names: an agent definition, a swarm, or an inline prompt for an agent type. */
+export async function fireSchedule(state: EngineState, root: string, schedule: ScheduleDefinition): Promise<void> {
+  const target = schedule.trigger;
+  const vars = schedule.vars;
+  if (target.swarm !== undefined) {
+    const result = await runSwarm(state, root, target.swarm, vars);
+    if (result.spawned.length === 0 && result.failed.length > 0) {
+      throw new PuError(result.failed[0]?.code ?? "SPAWN_FAILED", result.failed.map((f) => f.message).join("; "));
+    }
+    return;
+  }
+  const fields: Omit<RequestOf<"spawn">, "type" | "id" | "projectRoot"> =
+    target.agentDef !== undefined
+      ? await agentDefinitionSpawnFields(state, root, target.agentDef, vars)
+      : { prompt: renderTemplate(target.inlinePrompt ?? "", vars ?? {}).text, ...(target.agent ? { agent: target.agent } : {}) };
+  if (schedule.root) {
+    fields.root = true;
+  } else if (schedule.worktree !== undefined) {
+    const m = await state.store.read(root);
+    const existing = Object.values(m.worktrees).find((w) => w.name === schedule.worktree && w.status === "active");
+    if (existing) fields.worktree = existing.id;
+    else fields.name = schedule.worktree;
+  } else {
+    fields.name = schedule.name;
+  }
+  await handleSpawn(state, { type: "spawn", id: 0, projectRoot: root, ...fields });
+}
+
+// ---- files ------------------------------------------------------------------
+
+/** Sets `lastRun`/`nextRun` in a schedule file, keeping every other key and comment; null removes nextRun. */
+async function writeScheduleTimes(file: string, times: { lastRun?: Date; nextRun?: Date | null }): Promise<void> {
+  const edits: Record<string, string | null> = {};
+  if (times.lastRun) edits.lastRun = times.lastRun.toISOString();
+  if (times.nextRun === null) edits.nextRun = null;
+  else if (times.nextRun) edits.nextRun = times.nextRun.toISOString();
+  await editScheduleFile(file, edits);
+}
+
+/**
+ * Sets (or, with null, removes) top-level scalar keys of a block-style YAML file by
+ * editing their lines, so comments, order and every other key stay as the user wrote
+ * them. The result is validated before it replaces the file; a file this cannot edit
+ * safely (flow style, say) is left alone with an error.
+ */
+async function editScheduleFile(file: string, edits: Record<string, string | boolean | null>): Promise<void> {
+  const before = await fs.readFile(file, "utf8");
+  let lines = before.split("\n");
+  if (lines.at(-1) === "") lines = lines.slice(0, -1);
+  for (const [key, value] of Object.entries(edits)) {
+    const pattern = new RegExp(`^${key}\\s*:`);
+    const at = lines.findIndex((line) => pattern.test(line));
+    const text = value === null ? undefined : `${key}: ${typeof value === "string" ? JSON.stringify(value) : String(value)}`;
+    if (at >= 0) {
+      if (text === undefined) lines.splice(at, 1);
+      else lines[at] = text;
+    } else if (text !== undefined) {
+      lines.push(text);
+    }
+  }
+  const after = `${lines.join("\n")}\n`;
+  if (after === before) return;
+  const check = parseDefinition("schedule", after, file).parsed as Record<string, unknown>;
+  for (const [key, value] of Object.entries(edits)) {
+    if ((check[key] ?? null) !== value) {
+      throw new PuError("CONFIG_ERROR", `${file}: cannot update ${key} without rewriting the file (is it flow-style YAML?)`);
+    }
+  }
+  await writeAtomically(file, after);
+}
+
+async function writeAtomically(file: string, text: string): Promise<void> {
+  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+  try {
+    const mode = (await fs.stat(file).catch(() => undefined))?.mode ?? 0o644;
+    const handle = await fs.open(temp, "wx", mode & 0o777);
+    try {
+      await handle.writeFile(text, "utf8");
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(temp, file);
+  } finally {
+    await fs.rm(temp, { force: true });
+  }
+}
+
+interface ScheduleStateFile {
+  version: 1;
+  schedules: Record<string, { missedRuns: number; lastMissedAt?: string }>;
+}
+
+export function scheduleStatePath(root: string): string {
+  return path.join(puDir(root), "schedule-state.json");
+}
+
+async function readScheduleState(root: string): Promise<ScheduleStateFile> {
+  try {
+    const data = JSON.parse(await fs.readFile(scheduleStatePath(root), "utf8")) as Partial<ScheduleStateFile>;
+    if (data && typeof data.schedules === "object" && data.schedules !== null) return { version: 1, schedules: data.schedules };
+  } catch {
+    // missing or unreadable: start counting afresh
+  }
+  return { version: 1, schedules: {} };
+}
+
+async function recordMissed(root: string, name: string, count: number, firstMissed: Date): Promise<void> {
+  const data = await readScheduleState(root);
+  const previous = data.schedules[name]?.missedRuns ?? 0;
+  data.schedules[name] = { missedRuns: previous + count, lastMissedAt: firstMissed.toISOString() };
+  await writeAtomically(scheduleStatePath(root), `${JSON.stringify(data, null, 2)}\n`);
+}
+
+/** The `details` of a schedule in `definition_list`. Global schedules never fire, so their nextRun is null. */
+export async function scheduleDetails(
+  name: string,
+  scope: DefinitionScope,
+  file: string,
+  root: string | undefined,
+): Promise<Record<string, unknown>> {
+  const schedule = await readSchedule(file, scope === "local" ? root : undefined);
+  const missed = scope === "local" && root ? ((await readScheduleState(root)).schedules[name]?.missedRuns ?? 0) : 0;
+  let next: string | null = null;
+  if (scope === "local" && schedule.enabled) {
+    next = schedule.nextRun ?? nextRun(recurrenceOf(schedule), latest(new Date(), schedule.lastRun))?.toISOString() ?? null;
+  }
+  return {
+    enabled: schedule.enabled,
+    recurrence: schedule.recurrence,
+    nextRun: next,
+    lastRun: schedule.lastRun ?? null,
+    missedRuns: missed,
+    ...(scope === "global" ? { fires: false } : {}),
+  };
+}
+
+/** `schedule_enable`: toggles `enabled` in the project's own schedule file. Enabling starts from now (nothing is owed). */
+export async function setScheduleEnabled(
+  state: EngineState,
+  root: string,
+  name: string,
+  enabled: boolean,
+): Promise<{ name: string; enabled: boolean; nextRun: string | null }> {
+  const file = definitionPath("schedule", name, puDir(root));
+  try {
+    await fs.access(file);
+  } catch {
+    let hint = "";
+    try {
+      const found = await loadDefinition("schedule", name, definitionScopes(state, root));
+      if (found.scope === "global") hint = `; ${found.path} is global and never runs by itself: copy it into ${path.dirname(file)}`;
+    } catch {
+      // no global one either
+    }
+    throw new PuError("NOT_FOUND", `no schedule named "${name}" in ${path.dirname(file)}${hint}`);
+  }
+  const schedule = await readSchedule(file, root);
+  const next = enabled ? nextRun(recurrenceOf(schedule), latest(new Date(), schedule.lastRun)) : null;
+  const edits: Record<string, string | boolean | null> = { enabled };
+  if (enabled) edits.nextRun = next ? next.toISOString() : null;
+  await editScheduleFile(file, edits);
+  state.log.event("schedule_enabled", { projectRoot: root, name, enabled });
+  return { name, enabled, nextRun: next?.toISOString() ?? null };
+}
