@@ -1,0 +1,215 @@
+// Triggers bound to real agents (the scripted fake agent on a real PTY) in a real daemon.
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { Client } from "@pu/ipc/client";
+import {
+  cleanupAll,
+  FAKE_AGENT_COMMAND,
+  makeProject,
+  manifestAgent,
+  readManifest,
+  startTestDaemon,
+  trackAgentPid,
+  waitFor,
+} from "./helpers/daemon.js";
+
+afterEach(cleanupAll);
+
+function writeTrigger(root: string, name: string, yaml: string): string {
+  const dir = path.join(root, ".pu", "triggers");
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `${name}.yaml`);
+  writeFileSync(file, yaml);
+  return file;
+}
+
+async function logText(client: Client, agentId: string): Promise<string> {
+  const logs = await client.request("logs", { agentId });
+  return Buffer.from(logs.data).toString("utf8");
+}
+
+// Fails on its first two runs and passes on the third: it counts its own runs in .n.
+const COUNTING_GATE = `n=$(cat .n 2>/dev/null || echo 0); n=$((n+1)); echo $n > .n; echo "gate run $n"; [ $n -ge 3 ]`;
+
+const THREE_STEPS = `on: agent_idle
+sequence:
+  - inject: "echo step one for {{WHO}}"
+  - inject: "echo step two"
+    gate:
+      run: '${COUNTING_GATE}'
+    max_retries: 3
+  - inject: "echo step three"
+variables:
+  WHO: nobody
+`;
+
+describe("triggers", () => {
+  it("runs a three-step sequence: a gate that fails twice gets fix requests, then passes, and the trigger completes", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    writeTrigger(repo.root, "three-step", THREE_STEPS);
+
+    const spawned = await client.request("spawn", {
+      projectRoot: repo.root,
+      root: true,
+      command: FAKE_AGENT_COMMAND,
+      trigger: "three-step",
+      vars: { WHO: "the tests" },
+    });
+    trackAgentPid(spawned.agent.pid);
+    const id = spawned.agentId;
+    expect(spawned.agent).toMatchObject({ triggerName: "three-step", triggerSeqIndex: 0, triggerState: "active", triggerTotal: 3, gateAttempts: 0 });
+    expect(manifestAgent(repo.root, id)).toMatchObject({ triggerName: "three-step", triggerVars: { WHO: "the tests" } });
+
+    await waitFor("the trigger to complete", () => manifestAgent(repo.root, id)?.triggerState === "completed", 60_000);
+    expect(manifestAgent(repo.root, id)).toMatchObject({ triggerSeqIndex: 3, triggerTotal: 3, gateAttempts: 0 });
+
+    const text = await waitFor("step three's output", async () => {
+      const t = await logText(client, id);
+      return t.includes("\nstep three") ? t : undefined;
+    });
+    // The agent's vars override the trigger's variables.
+    expect(text).toContain("step one for the tests");
+    expect(text).toContain("fix request 1 of 3");
+    expect(text).toContain("fix request 2 of 3");
+    expect(text).not.toContain("fix request 3 of 3");
+    expect(text).toContain("gate run 2");
+    // Order: fix requests before step two, step two before step three.
+    expect(text.indexOf("fix request 2 of 3")).toBeLessThan(text.indexOf("\nstep two"));
+    expect(text.indexOf("\nstep two")).toBeLessThan(text.indexOf("\nstep three"));
+
+    const { runs } = await client.request("trigger_log", { projectRoot: repo.root, agentId: id });
+    expect(runs.map((r) => r.exitCode)).toEqual([1, 1, 0]);
+    expect(runs.every((r) => r.triggerName === "three-step" && r.seqIndex === 1 && r.agentId === id)).toBe(true);
+    expect(runs[2]?.outputTail).toContain("gate run 3");
+    expect(existsSync(path.join(repo.root, ".pu", "gates", `${id}.jsonl`))).toBe(true);
+  });
+
+  it("a gate that never passes ends the trigger failed, with the reason on the agent", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    writeTrigger(
+      repo.root,
+      "never",
+      `on: agent_idle
+sequence:
+  - gate: { run: "echo broken build; exit 4" }
+    max_retries: 1
+    inject: "echo unreachable"
+`,
+    );
+    const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "never" });
+    trackAgentPid(spawned.agent.pid);
+    const id = spawned.agentId;
+
+    await waitFor("the trigger to fail", () => manifestAgent(repo.root, id)?.triggerState === "failed", 60_000);
+    const agent = manifestAgent(repo.root, id);
+    expect(agent).toMatchObject({ triggerSeqIndex: 0, gateAttempts: 1 });
+    expect(agent?.error).toContain("exited 4");
+    const { runs } = await client.request("trigger_log", { projectRoot: repo.root, agentId: id });
+    expect(runs.map((r) => r.exitCode)).toEqual([4, 4]);
+    expect(runs[0]?.outputTail).toContain("broken build");
+    const text = await logText(client, id);
+    expect(text).toContain("fix request 1 of 1");
+    expect(text).not.toContain("unreachable\r\n");
+    // The agent itself keeps running: a failed trigger does not kill it.
+    const status = await client.request("status", { projectRoot: repo.root, agentId: id });
+    expect(status.agents[id]?.live).toBe(true);
+  });
+
+  it("a trigger file deleted while bound fails the binding cleanly", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const file = writeTrigger(
+      repo.root,
+      "gone",
+      `on: agent_idle
+sequence:
+  - inject: "sleep 1500"
+  - inject: "echo second"
+`,
+    );
+    const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "gone" });
+    trackAgentPid(spawned.agent.pid);
+    const id = spawned.agentId;
+    await waitFor("the first action", () => manifestAgent(repo.root, id)?.triggerSeqIndex === 1, 30_000);
+    rmSync(file);
+
+    await waitFor("the binding to fail", () => manifestAgent(repo.root, id)?.triggerState === "failed", 30_000);
+    expect(manifestAgent(repo.root, id)?.error).toBe("trigger gone no longer exists");
+    expect(await logText(client, id)).not.toContain("echo second");
+    const status = await client.request("status", { projectRoot: repo.root, agentId: id });
+    expect(status.agents[id]?.live).toBe(true);
+  });
+
+  it("a missing trigger at spawn is NOT_FOUND naming where it looked, and leaves nothing behind", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const before = readManifest(repo.root);
+
+    const attempt = client.request("spawn", { projectRoot: repo.root, command: FAKE_AGENT_COMMAND, name: "lonely", trigger: "nope" });
+    await expect(attempt).rejects.toMatchObject({ code: "NOT_FOUND" });
+    await expect(attempt).rejects.toThrow(/nope.*\.pu\/triggers\/nope\.yaml.*triggers\/nope\.yaml/);
+    const after = readManifest(repo.root);
+    expect(after.worktrees).toEqual(before.worktrees);
+    expect(after.agents).toEqual({});
+    const worktreesDir = path.join(repo.root, ".pu", "worktrees");
+    expect(existsSync(worktreesDir) ? readdirSync(worktreesDir) : []).toEqual([]);
+    expect(repo.git(["branch", "--list", "pu/*"])).toBe("");
+  });
+
+  it("config defaultTrigger binds spawns without --trigger; --no-trigger is persisted and skips it", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client, "defaultTrigger: hello\n");
+    writeTrigger(repo.root, "hello", `on: agent_idle\nsequence:\n  - inject: "echo hello from the trigger"\n`);
+
+    const bound = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND });
+    trackAgentPid(bound.agent.pid);
+    const free = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, noTrigger: true });
+    trackAgentPid(free.agent.pid);
+    expect(bound.agent.triggerName).toBe("hello");
+    expect(free.agent.triggerName).toBeUndefined();
+    expect(manifestAgent(repo.root, free.agentId)?.noTrigger).toBe(true);
+
+    await waitFor("the default trigger to complete", () => manifestAgent(repo.root, bound.agentId)?.triggerState === "completed", 30_000);
+    await waitFor("the injected text", async () => (await logText(client, bound.agentId)).includes("\nhello from the trigger"));
+    // The unbound agent has been waiting all along and was never typed into.
+    await waitFor("the free agent to be waiting", async () => {
+      const status = await client.request("status", { projectRoot: repo.root, agentId: free.agentId });
+      return status.agents[free.agentId]?.status === "waiting";
+    });
+    expect(await logText(client, free.agentId)).not.toContain("hello from the trigger");
+  });
+
+  it("assign_trigger binds an agent that is already waiting and runs at once", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    writeTrigger(repo.root, "later", `on: agent_idle\nsequence:\n  - inject: "echo assigned {{WHAT}}"\n`);
+    const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND });
+    trackAgentPid(spawned.agent.pid);
+    const id = spawned.agentId;
+    await waitFor("the agent to wait", async () => {
+      const status = await client.request("status", { projectRoot: repo.root, agentId: id });
+      return status.agents[id]?.status === "waiting";
+    });
+
+    const assigned = await client.request("assign_trigger", { projectRoot: repo.root, agentId: id, trigger: "later", vars: { WHAT: "later" } });
+    expect(assigned).toEqual({ agentId: id, triggerName: "later", triggerTotal: 1, triggerState: "active" });
+    await waitFor("the assigned trigger to complete", () => manifestAgent(repo.root, id)?.triggerState === "completed", 30_000);
+    await waitFor("the injected text", async () => (await logText(client, id)).includes("\nassigned later"));
+
+    await expect(client.request("assign_trigger", { projectRoot: repo.root, agentId: id, trigger: "missing" })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+    });
+    await expect(client.request("assign_trigger", { projectRoot: repo.root, agentId: "ag-nothere", trigger: "later" })).rejects.toMatchObject({
+      code: "AGENT_NOT_FOUND",
+    });
+  });
+});
