@@ -1,0 +1,119 @@
+// Git-hook gates: pre_commit triggers block commits in pu's worktrees (through the real
+// hook scripts the daemon installs and a real `git commit`), never in the main checkout.
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, startTestDaemon, trackAgentPid, trackTempDir } from "./helpers/daemon.js";
+import { runGit } from "./helpers/git-repo.js";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const IPC_CLIENT = path.resolve(here, "../../pu-ipc/dist/client.js");
+
+// The hooks call `<node> <PU_CLI_BIN> gate pre-commit`. pu-cli's `gate` command is being
+// written alongside this; until it lands, this stand-in speaks the same request over the
+// real socket, so the hook script and the daemon are what is under test here.
+const GATE_CLIENT = `import { connectClient } from ${JSON.stringify(IPC_CLIENT)};
+import { join } from "node:path";
+const [command, hook] = process.argv.slice(2);
+if (command !== "gate") { console.error("unexpected command " + command); process.exit(2); }
+const client = await connectClient({ socketPath: join(process.env.PU_HOME, "daemon.sock"), clientName: "gate-hook" });
+const result = await client.request("gate", { projectRoot: process.env.PU_PROJECT_ROOT, event: hook.replace("-", "_"), cwd: process.cwd() });
+client.close();
+if (!result.passed) {
+  for (const run of result.runs) process.stderr.write(run.command + " exited " + run.exitCode + ":\\n" + run.outputTail);
+  process.exit(1);
+}
+`;
+
+let savedCliBin: string | undefined;
+beforeEach(() => {
+  savedCliBin = process.env.PU_CLI_BIN;
+  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), "pu-gate-cli-")));
+  trackTempDir(dir);
+  const bin = path.join(dir, "gate-cli.mjs");
+  writeFileSync(bin, GATE_CLIENT);
+  process.env.PU_CLI_BIN = bin;
+});
+afterEach(async () => {
+  if (savedCliBin === undefined) delete process.env.PU_CLI_BIN;
+  else process.env.PU_CLI_BIN = savedCliBin;
+  await cleanupAll();
+});
+
+const NO_FORBIDDEN = `on: pre_commit
+sequence:
+  - gate:
+      run: "if [ -e forbidden.txt ]; then echo 'forbidden.txt must not be committed'; exit 1; fi"
+`;
+
+function commit(cwd: string, file: string, message: string): { ok: true } | { ok: false; stderr: string } {
+  writeFileSync(path.join(cwd, file), `${message}\n`);
+  runGit(cwd, ["add", "--", file]);
+  try {
+    runGit(cwd, ["commit", "-q", "-m", message]);
+    return { ok: true };
+  } catch (err) {
+    return { ok: false, stderr: String((err as { stderr?: unknown }).stderr ?? err) };
+  }
+}
+
+describe("git-hook gates", () => {
+  it("a pre_commit gate blocks a commit in a pu worktree and leaves the main checkout alone", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    mkdirSync(path.join(repo.root, ".pu", "triggers"), { recursive: true });
+    writeFileSync(path.join(repo.root, ".pu", "triggers", "no-forbidden.yaml"), NO_FORBIDDEN);
+    // The user's own hook keeps running everywhere (pu chains to it in its worktrees).
+    const userHook = path.join(repo.root, ".git", "hooks", "pre-commit");
+    writeFileSync(userHook, `#!/bin/sh\necho ran >> "$(git rev-parse --show-toplevel)/user-hook-ran"\n`);
+    chmodSync(userHook, 0o755);
+
+    const spawned = await client.request("spawn", { projectRoot: repo.root, command: FAKE_AGENT_COMMAND, name: "gated" });
+    trackAgentPid(spawned.agent.pid);
+    const worktree = spawned.worktreePath ?? "";
+    expect(worktree).toContain(path.join(".pu", "worktrees"));
+
+    const blocked = commit(worktree, "forbidden.txt", "add the forbidden file");
+    expect(blocked.ok).toBe(false);
+    expect(blocked.ok ? "" : blocked.stderr).toContain("forbidden.txt must not be committed");
+    expect(runGit(worktree, ["log", "--oneline"]).split("\n")).toHaveLength(1);
+
+    runGit(worktree, ["rm", "-q", "--cached", "forbidden.txt"]);
+    runGit(worktree, ["clean", "-qf"]);
+    expect(commit(worktree, "fine.txt", "a fine change")).toEqual({ ok: true });
+    expect(existsSync(path.join(worktree, "user-hook-ran"))).toBe(true);
+
+    // The main checkout: same file, no pu gate, the user's hook still runs.
+    expect(commit(repo.root, "forbidden.txt", "main may commit it")).toEqual({ ok: true });
+    expect(existsSync(path.join(repo.root, "user-hook-ran"))).toBe(true);
+    expect(() => runGit(repo.root, ["config", "--get", "core.hooksPath"])).toThrow();
+
+    // Gate runs are recorded; the request answers the same way the hook saw it.
+    writeFileSync(path.join(worktree, "forbidden.txt"), "again\n");
+    const result = await client.request("gate", { projectRoot: repo.root, event: "pre_commit", cwd: worktree });
+    expect(result.passed).toBe(false);
+    expect(result.runs).toHaveLength(1);
+    expect(result.runs[0]).toMatchObject({ triggerName: "no-forbidden", exitCode: 1, timedOut: false });
+    const pushResult = await client.request("gate", { projectRoot: repo.root, event: "pre_push", cwd: worktree });
+    expect(pushResult).toEqual({ passed: true, runs: [] });
+  });
+
+  it("a gate that outlives its timeout is stopped and fails", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    mkdirSync(path.join(repo.root, ".pu", "triggers"), { recursive: true });
+    writeFileSync(
+      path.join(repo.root, ".pu", "triggers", "slow.yaml"),
+      `on: pre_push\nsequence:\n  - gate: { run: "echo starting; sleep 30", timeout_seconds: 1 }\n`,
+    );
+    const result = await client.request("gate", { projectRoot: repo.root, event: "pre_push", cwd: repo.root });
+    expect(result.passed).toBe(false);
+    expect(result.runs[0]).toMatchObject({ exitCode: null, timedOut: true });
+    expect(result.runs[0]?.outputTail).toContain("starting");
+    expect(result.runs[0]?.durationMs).toBeLessThan(25_000);
+  });
+});
