@@ -1,0 +1,126 @@
+// Schedules in a real daemon: a due schedule fires once and its times are written back;
+// runs that fell due while no daemon ran are counted, not fired.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseDefinition } from "@pu/core/definitions";
+import type { Client } from "@pu/ipc/client";
+import {
+  cleanupAll,
+  FAKE_AGENT_COMMAND,
+  makeProject,
+  readManifest,
+  startTestDaemon,
+  trackAgentPid,
+  waitFor,
+} from "./helpers/daemon.js";
+
+afterEach(cleanupAll);
+
+const HOUR = 3_600_000;
+const FAKE_TYPE_CONFIG = `agents:\n  fake:\n    command: ${JSON.stringify(FAKE_AGENT_COMMAND)}\n    interactive: true\n`;
+
+function scheduleFile(root: string, name: string): string {
+  return path.join(root, ".pu", "schedules", `${name}.yaml`);
+}
+
+function readSchedule(root: string, name: string): Record<string, unknown> {
+  const file = scheduleFile(root, name);
+  return parseDefinition("schedule", readFileSync(file, "utf8"), file).parsed as Record<string, unknown>;
+}
+
+async function details(client: Client, projectRoot: string, name: string): Promise<Record<string, unknown> | undefined> {
+  const { definitions } = await client.request("definition_list", { projectRoot, kind: "schedule" });
+  return definitions.find((d) => d.name === name)?.details;
+}
+
+function rootAgents(root: string) {
+  return Object.values(readManifest(root).agents);
+}
+
+describe("schedules", () => {
+  it("a schedule due in 2 s fires exactly once, then lastRun and nextRun are written back (comments kept)", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client, FAKE_TYPE_CONFIG);
+    const startAt = new Date(Date.now() + 2000);
+    const content = `# my own note, kept
+recurrence: hourly
+startAt: "${startAt.toISOString()}"
+trigger:
+  inlinePrompt: "echo scheduled run"
+  agent: fake
+root: true
+`;
+    await client.request("definition_save", { projectRoot: repo.root, kind: "schedule", name: "tick", content });
+
+    const agent = await waitFor("the scheduled agent", () => rootAgents(repo.root)[0], 30_000);
+    trackAgentPid(agent.pid);
+    expect(agent.agentType).toBe("fake");
+    expect(agent.prompt).toBe("echo scheduled run");
+    await waitFor("lastRun to be written", () => readSchedule(repo.root, "tick").lastRun !== undefined);
+    const stored = readSchedule(repo.root, "tick");
+    expect(stored.nextRun).toBe(new Date(startAt.getTime() + HOUR).toISOString());
+    expect(new Date(String(stored.lastRun)).getTime()).toBeGreaterThanOrEqual(startAt.getTime());
+    expect(readFileSync(scheduleFile(repo.root, "tick"), "utf8")).toContain("# my own note, kept");
+    expect(await details(client, repo.root, "tick")).toEqual({
+      enabled: true,
+      recurrence: "hourly",
+      nextRun: stored.nextRun,
+      lastRun: stored.lastRun,
+      missedRuns: 0,
+    });
+
+    // Nothing else is due for an hour: the timer must not fire again.
+    await sleep(2500);
+    expect(rootAgents(repo.root)).toHaveLength(1);
+
+    const disabled = await client.request("schedule_enable", { projectRoot: repo.root, name: "tick", enabled: false });
+    expect(disabled).toEqual({ name: "tick", enabled: false, nextRun: null });
+    expect(readSchedule(repo.root, "tick").enabled).toBe(false);
+    expect(await details(client, repo.root, "tick")).toMatchObject({ enabled: false, nextRun: null });
+    await expect(client.request("schedule_enable", { projectRoot: repo.root, name: "other", enabled: true })).rejects.toMatchObject({
+      code: "NOT_FOUND",
+    });
+  });
+
+  it("runs that fell due while the daemon was down are counted as missed, not fired", async () => {
+    const first = await startTestDaemon();
+    const firstClient = await first.client();
+    const repo = await makeProject(firstClient, FAKE_TYPE_CONFIG);
+    await first.stop();
+
+    const now = Date.now();
+    mkdirSync(path.dirname(scheduleFile(repo.root, "nightly")), { recursive: true });
+    writeFileSync(
+      scheduleFile(repo.root, "nightly"),
+      `recurrence: hourly
+startAt: "${new Date(now - 4.5 * HOUR).toISOString()}"
+nextRun: "${new Date(now - 2.5 * HOUR).toISOString()}"
+trigger:
+  inlinePrompt: "echo should not run"
+  agent: fake
+root: true
+`,
+    );
+
+    const second = await startTestDaemon(first.home);
+    const client = await second.client();
+    // Due at now-2.5h, now-1.5h and now-0.5h: three missed runs.
+    const seen = await waitFor("the missed runs to be recorded", async () => {
+      const d = await details(client, repo.root, "nightly");
+      return d?.missedRuns === 3 ? d : undefined;
+    });
+    const nextRun = new Date(String(readSchedule(repo.root, "nightly").nextRun)).getTime();
+    expect(nextRun).toBeGreaterThan(Date.now());
+    expect(nextRun).toBe(now - 4.5 * HOUR + 5 * HOUR);
+    expect(seen).toMatchObject({ enabled: true, lastRun: null, nextRun: new Date(nextRun).toISOString() });
+    expect(readSchedule(repo.root, "nightly").lastRun).toBeUndefined();
+    expect(rootAgents(repo.root)).toEqual([]);
+    const state = JSON.parse(readFileSync(path.join(repo.root, ".pu", "schedule-state.json"), "utf8")) as {
+      schedules: Record<string, { missedRuns: number }>;
+    };
+    expect(state.schedules.nightly?.missedRuns).toBe(3);
+  });
+});
