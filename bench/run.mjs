@@ -1,0 +1,206 @@
+// `pnpm bench`: runs every benchmark, prints the table, and writes
+// bench/RESULTS.md and bench/results.json. Missed targets are reported, never
+// fatal; the exit code is 1 only when a benchmark crashed.
+//   BENCH_ONLY=throughput,status   run a subset (prints only; the files are left alone)
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { REPO, killAllOwned, killAllOwnedSync, summarize } from "./lib.mjs";
+
+const BENCHMARKS = [
+  { name: "throughput", load: () => import("./throughput.mjs") },
+  { name: "keystroke", load: () => import("./keystroke.mjs") },
+  { name: "status", load: () => import("./status.mjs") },
+  { name: "agents", load: () => import("./agents.mjs") },
+  { name: "manifest", load: () => import("./manifest.mjs") },
+  { name: "ipc", load: () => import("./ipc.mjs"), adapt: adaptIpc },
+];
+
+/** bench/ipc.mjs (written with pu-ipc) reports its own shape; turn it into table rows. */
+function adaptIpc(result) {
+  const [ipc] = result.figures;
+  const value = summarize(ipc.samples);
+  const reference = summarize(ipc.referenceSamples);
+  const ratio = value.median / reference.median;
+  return [
+    {
+      id: "ipc.round_trips",
+      name: "IPC request round trips (client.request → handler → ok reply, one connection)",
+      unit: "req/s",
+      value,
+      reference: { name: "bare Node Unix-socket ping-pong, same byte sizes", unit: "msg/s", ...reference },
+      ratio,
+      target: "≥ 0.7× bare socket",
+      met: ratio >= 0.7,
+      notes: ipc.label,
+    },
+  ];
+}
+
+// ---- formatting ----
+
+function num(v) {
+  if (v === null || v === undefined || Number.isNaN(v)) return "–";
+  const a = Math.abs(v);
+  if (a >= 1000) return Math.round(v).toLocaleString("en-US");
+  if (a >= 100) return v.toFixed(0);
+  if (a >= 10) return v.toFixed(1);
+  if (a >= 1) return v.toFixed(2);
+  return v.toFixed(3);
+}
+
+function stat(s, unit) {
+  if (!s) return "–";
+  const spread = s.n > 1 ? ` (${num(s.min)}–${num(s.max)})` : "";
+  return `${num(s.median)} ${unit}${spread}`;
+}
+
+function tableRows(rows) {
+  const out = [
+    "| Figure | Value: median (min–max) | Reference measured in the same run | Ratio | Target | Met? |",
+    "|---|---|---|---|---|---|",
+  ];
+  for (const r of rows) {
+    if (r.error) {
+      out.push(`| ${r.name} | **crashed**: ${r.error.replace(/\|/g, "\\|").split("\n")[0]} | | | | |`);
+      continue;
+    }
+    const ref = r.reference ? `${r.reference.name}: ${stat(r.reference, r.reference.unit)}` : "–";
+    const ratio = r.ratio === null ? "–" : `${r.ratio.toFixed(2)}×`;
+    const met = r.met === null ? "–" : r.met ? "yes" : "**no**";
+    out.push(`| ${r.name} | ${stat(r.value, r.unit)} | ${ref} | ${ratio} | ${r.target ?? "–"} | ${met} |`);
+  }
+  return out.join("\n");
+}
+
+function machine() {
+  let commit = "unknown";
+  try {
+    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO, encoding: "utf8" }).trim();
+  } catch {
+    // not a git checkout
+  }
+  const cpus = os.cpus();
+  return {
+    date: new Date().toISOString(),
+    commit,
+    node: process.version,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+    cpu: `${cpus[0]?.model ?? "unknown"} × ${cpus.length}`,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    loadAverage: os.loadavg().map((l) => l.toFixed(2)).join(" "),
+  };
+}
+
+const METHOD = `## How each figure is measured
+
+Every benchmark makes its own temp directory with its own \`PU_HOME\` and git
+repository, starts its own daemon (\`node packages/pu-engine/bin/pu-engine --home DIR\`)
+and stops it (and every agent, PTY and helper process it started) by pid when
+it ends, also on error. Values are medians over runs; the spread is min–max.
+Reference figures are measured in the same run, interleaved with pu's, so load
+on the (shared, 2-core) machine hits both alike.
+
+- **Output throughput.** A 200 MB file of 78-byte text lines is \`cat\`ed by an
+  agent whose command is \`read x; exec cat FILE\`: the program blocks until
+  Enter is sent, so the clock starts at Enter and stops when the consumer
+  receives the last byte. *pu*: the daemon owns the PTY; a separate connection
+  attaches with \`openStream('attach')\` and counts \`output\` bytes until the
+  \`exit\` event. *direct*: node-pty in the benchmark process with the daemon's
+  options (raw Buffers, 120×40), counting \`onData\` bytes. *tmux*: \`tmux
+  new-session -d\` runs the same command; \`pipe-pane -O\` copies the pane's raw
+  output into a small Node process that counts bytes and notes when the last
+  one arrived (it reads a pipe, so it is never the bottleneck). pipe-pane is
+  tmux's own raw-byte tap — the fairest tmux equivalent of an attached viewer
+  that wants every byte; a \`tmux -C\` control client would add octal escaping
+  of every byte, and a real \`tmux attach\` would send a redrawn screen rather
+  than the bytes. All three see the same bytes (the notes list the counts; the
+  PTY turns \\n into \\r\\n).
+- **Keystroke round trip.** The agent is \`stty raw -echo; exec cat\`, so the
+  echo is the program reading the byte and writing it back, not the tty's
+  line discipline. One byte goes out as an \`input\` request on the attach
+  stream's connection (not awaiting the reply, as \`pu attach\` does); the clock
+  stops when an \`output\` event carrying that byte arrives. Each run is 500
+  keystrokes; the figure is the median over runs of each run's p50 (p99).
+  Reference: the same program under node-pty in-process, write → onData.
+- **\`pu status\`.** Whole process, \`node packages/pu-cli/bin/pu status --json\`
+  run from the project with \`PU_HOME\` set, timed from spawn to exit; warm has
+  a running daemon and 3 live agents (one at the root, two in worktrees), 20
+  runs interleaved with 20 runs of \`node -e 0\`. Cold stops the daemon (by its
+  pid file) before each run, so the time includes the CLI starting the daemon.
+- **100 agents.** Fresh daemon and project per run; 100 spawn requests one
+  after another on one connection (\`--root\`, command \`sleep 3600\`); after 2 s
+  of settling, CPU = Δ(utime+stime) from \`/proc/<pid>/stat\` over a 10 s
+  window (resolution: one clock tick, 0.1 % here), RSS = \`VmRSS\` from
+  \`/proc/<pid>/status\`, then the median reply time of 20 \`status\` requests.
+- **Manifest updates.** 8 Node processes each wait for "go" and then run
+  \`ManifestStore.update\` increments of a counter in one project's manifest
+  (lock, read, +1, atomic write, unlock). Rate = all updates / time from "go"
+  until the last writer finishes; afterwards the counter on disk is compared
+  with 8 × updates (lost updates must be 0).
+- **IPC round trips** (\`bench/ipc.mjs\`). pu-ipc's client and server in one
+  process, \`health\` requests one at a time over one connection, against a bare
+  \`node:net\` Unix-socket ping-pong of length-prefixed buffers of the same sizes
+  (5 × 5000 round trips each, after 500 warm-up).
+`;
+
+async function main() {
+  const only = process.env.BENCH_ONLY?.split(",").map((s) => s.trim()).filter(Boolean);
+  const selected = only ? BENCHMARKS.filter((b) => only.includes(b.name)) : BENCHMARKS;
+  const rows = [];
+  const timings = {};
+  let crashed = false;
+  for (const bench of selected) {
+    const start = performance.now();
+    process.stderr.write(`bench: ${bench.name}…\n`);
+    try {
+      const mod = await bench.load();
+      const result = await mod.run();
+      rows.push(...(bench.adapt ? bench.adapt(result) : result));
+    } catch (err) {
+      crashed = true;
+      process.stderr.write(`bench: ${bench.name} crashed: ${err?.stack ?? err}\n`);
+      rows.push({ id: `${bench.name}.crashed`, name: bench.name, error: String(err?.message ?? err) });
+      await killAllOwned();
+    }
+    timings[bench.name] = Math.round((performance.now() - start) / 100) / 10;
+    process.stderr.write(`bench: ${bench.name} took ${timings[bench.name]} s\n`);
+  }
+
+  const table = tableRows(rows);
+  const env = machine();
+  console.log(`\n${table}\n`);
+  if (only) {
+    console.log("(BENCH_ONLY set: bench/RESULTS.md and bench/results.json left unchanged)");
+  } else {
+    const md = [
+      "# pu benchmarks",
+      "",
+      `Generated by \`pnpm bench\` (bench/run.mjs) on ${env.date} at commit ${env.commit}.`,
+      `Machine: ${env.cpu}, ${env.memoryGiB} GiB, ${env.platform}, Node ${env.node}; load average at the end ${env.loadAverage}.`,
+      `Seconds per benchmark: ${Object.entries(timings).map(([k, v]) => `${k} ${v}`).join(", ")}.`,
+      "",
+      table,
+      "",
+      "Notes per figure:",
+      "",
+      ...rows.filter((r) => r.notes).map((r) => `- ${r.name}: ${r.notes}`),
+      "",
+      METHOD,
+    ].join("\n");
+    writeFileSync(path.join(REPO, "bench/RESULTS.md"), md);
+    writeFileSync(path.join(REPO, "bench/results.json"), `${JSON.stringify({ machine: env, timings, figures: rows }, null, 2)}\n`);
+    console.log("wrote bench/RESULTS.md and bench/results.json");
+  }
+  return crashed ? 1 : 0;
+}
+
+process.on("exit", killAllOwnedSync);
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.on(sig, () => {
+    killAllOwnedSync();
+    process.exit(130);
+  });
+}
+process.exitCode = await main();

@@ -1,0 +1,88 @@
+// Figure 3: `pu status --json` as a whole process, the way a user (or a script
+// polling it) pays for it: node start-up + CLI imports + connect + hello + status.
+//   warm — the daemon is running and the project has a few live agents;
+//          reference: `node -e 0` (the floor any Node CLI pays), runs interleaved.
+//   cold — the daemon is stopped before each run, so the CLI starts it.
+import { spawnSync } from "node:child_process";
+import { CLI_BIN, figure, spawnAgent, startDaemon, stopDaemonByPidFile, summarize, tempWorkspace } from "./lib.mjs";
+
+function timeProcess(args, { cwd, env }) {
+  const start = performance.now();
+  const r = spawnSync(process.execPath, args, { cwd, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const ms = performance.now() - start;
+  if (r.status !== 0) throw new Error(`node ${args.join(" ")} exited with ${r.status}: ${r.stderr.slice(0, 500)}`);
+  return { ms, stdout: r.stdout };
+}
+
+export async function run({ warmRuns = 20, coldRuns = 5, agents = 3 } = {}) {
+  const ws = await tempWorkspace("status");
+  let daemon;
+  try {
+    daemon = await startDaemon(ws.home);
+    await daemon.client.request("init", { projectRoot: ws.project });
+    // A few agents: one at the root, the rest in their own worktrees.
+    for (let i = 0; i < agents; i++) {
+      await spawnAgent(daemon.client, { projectRoot: ws.project, root: i === 0, command: "sleep 3600", name: `bench-${i}` });
+    }
+    const opts = { cwd: ws.project, env: ws.env };
+    const statusArgs = [CLI_BIN, "status", "--json"];
+
+    const check = JSON.parse(timeProcess(statusArgs, opts).stdout);
+    const seen = Object.keys(check.agents).length + Object.values(check.worktrees).reduce((n, w) => n + Object.keys(w.agents).length, 0);
+    if (seen !== agents) throw new Error(`pu status --json listed ${seen} agents, expected ${agents}`);
+    // One more of each to warm the page cache; not counted.
+    timeProcess(["-e", "0"], opts);
+
+    const warm = [];
+    const bare = [];
+    for (let i = 0; i < warmRuns; i++) {
+      bare.push(timeProcess(["-e", "0"], opts).ms);
+      warm.push(timeProcess(statusArgs, opts).ms);
+    }
+    await daemon.stop();
+    daemon = undefined;
+
+    const cold = [];
+    for (let i = 0; i < coldRuns; i++) {
+      await stopDaemonByPidFile(ws.home);
+      cold.push(timeProcess(statusArgs, opts).ms);
+    }
+    await stopDaemonByPidFile(ws.home);
+
+    const w = summarize(warm);
+    const b = summarize(bare);
+    const c = summarize(cold);
+    const ratio = w.median / b.median;
+    return [
+      figure({
+        id: "status.warm",
+        name: `\`pu status --json\` warm (daemon running, ${agents} live agents), whole process`,
+        unit: "ms",
+        value: w,
+        reference: { name: "node -e 0", unit: "ms", ...b },
+        ratio,
+        target: "≤ 1.3× node -e 0",
+        met: ratio <= 1.3,
+        notes: `${warmRuns} runs each, interleaved`,
+      }),
+      figure({
+        id: "status.cold",
+        name: "`pu status --json` cold (daemon stopped; the CLI starts it), whole process",
+        unit: "ms",
+        value: c,
+        reference: { name: "node -e 0", unit: "ms", ...b },
+        ratio: c.median / b.median,
+        notes: `${coldRuns} runs; the project's ${agents} agents were suspended by the previous daemon's shutdown`,
+      }),
+    ];
+  } finally {
+    await daemon?.stop();
+    await stopDaemonByPidFile(ws.home);
+    await ws.cleanup();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rows = await run();
+  for (const r of rows) console.log(r.id, r.value.median.toFixed(1), `[${r.value.min.toFixed(1)}–${r.value.max.toFixed(1)}]`, r.reference.median.toFixed(1), r.ratio.toFixed(2));
+}

@@ -1,0 +1,208 @@
+// Figure 1: output throughput. One agent `cat`s a large file; how fast do its
+// bytes reach a viewer? Three hosts for the same program on the same file:
+//   pu      — the daemon owns the PTY; a client attached with openStream('attach') counts bytes
+//   direct  — node-pty in this process, same options as the daemon (raw Buffers)
+//   tmux    — tmux owns the PTY; `pipe-pane -O` feeds a byte counter process
+// Each program first blocks on `read`, so timing starts when Enter is sent and
+// ends when the last byte reaches the consumer; every host sees the same bytes.
+import { spawnSync } from "node:child_process";
+import { existsSync, openSync, closeSync, writeSync, readFileSync, statSync } from "node:fs";
+import path from "node:path";
+import {
+  REPO,
+  connect,
+  figure,
+  isAlive,
+  killOwned,
+  loadPty,
+  own,
+  disown,
+  sleep,
+  spawnAgent,
+  startDaemon,
+  summarize,
+  tempWorkspace,
+} from "./lib.mjs";
+
+const COLS = 120;
+const ROWS = 40;
+/** Lets the shell reach `read` before the clock starts (not part of any measurement). */
+const SETTLE_MS = 300;
+const clock = () => performance.timeOrigin + performance.now();
+
+function writeBigFile(file, megabytes) {
+  // 80-byte printable lines: a PTY turns each \n into \r\n, the same for every host.
+  const line = "pu benchmark output line: the quick brown fox jumps over the lazy dog 0123456\n";
+  const block = Buffer.from(line.repeat(Math.floor((1024 * 1024) / line.length)));
+  const fd = openSync(file, "w");
+  try {
+    let written = 0;
+    while (written < megabytes * 1024 * 1024) written += writeSync(fd, block);
+  } finally {
+    closeSync(fd);
+  }
+  return statSync(file).size;
+}
+
+async function viaDirectPty(pty, cwd, script) {
+  const term = pty.spawn("/bin/sh", ["-c", script], { name: "xterm-256color", cols: COLS, rows: ROWS, cwd, env: process.env, encoding: null });
+  own(term.pid, { group: true });
+  try {
+    let bytes = 0;
+    let lastByteAt = 0;
+    term.onData((data) => {
+      bytes += data.length;
+      lastByteAt = clock();
+    });
+    const exited = new Promise((resolve) => term.onExit(resolve));
+    await sleep(SETTLE_MS);
+    const start = clock();
+    term.write("\n");
+    await exited;
+    // node-pty may report the exit before the last read is delivered: wait for quiet.
+    let seen = -1;
+    while (seen !== bytes) {
+      seen = bytes;
+      await sleep(50);
+    }
+    return { bytes, seconds: (lastByteAt - start) / 1000 };
+  } finally {
+    if (isAlive(term.pid)) await killOwned(term.pid);
+    disown(term.pid);
+  }
+}
+
+async function viaDaemon(daemon, ws, script) {
+  const { agentId, agent } = await spawnAgent(daemon.client, { projectRoot: ws.project, root: true, command: script, cols: COLS, rows: ROWS });
+  const viewer = await connect(ws.home, "pu-bench-viewer");
+  try {
+    const stream = await viewer.openStream("attach", { agentId });
+    let bytes = 0;
+    let skipped = 0;
+    let lastByteAt = 0;
+    let exitCode = null;
+    const consumed = (async () => {
+      for await (const event of stream) {
+        if (event.type === "output") {
+          bytes += event.data.length;
+          lastByteAt = clock();
+        } else if (event.type === "notice") {
+          skipped += event.skippedBytes ?? 0;
+        } else if (event.type === "exit") {
+          exitCode = event.exitCode;
+          break;
+        }
+      }
+    })();
+    await sleep(SETTLE_MS);
+    const start = clock();
+    await stream.request("input", { agentId, data: Buffer.from("\n") });
+    await consumed;
+    if (exitCode !== 0) throw new Error(`agent ${agentId} exited with ${exitCode}`);
+    return { bytes, skipped, seconds: (lastByteAt - start) / 1000 };
+  } finally {
+    viewer.close();
+    if (isAlive(agent.pid)) await killOwned(agent.pid);
+    disown(agent.pid);
+  }
+}
+
+function tmux(sock, ...args) {
+  const r = spawnSync("tmux", ["-S", sock, "-f", "/dev/null", ...args], { encoding: "utf8" });
+  if (r.status !== 0) throw new Error(`tmux ${args.join(" ")}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+async function viaTmux(dir, script, run) {
+  const sock = path.join(dir, `tmux-${run}.sock`);
+  const out = path.join(dir, `tmux-${run}.count.json`);
+  const counter = path.join(REPO, "bench/count-bytes.mjs");
+  tmux(sock, "new-session", "-d", "-s", "bench", "-x", String(COLS), "-y", String(ROWS), script);
+  const serverPid = Number(tmux(sock, "display-message", "-p", "-t", "bench", "#{pid}"));
+  own(serverPid);
+  const panePid = Number(tmux(sock, "display-message", "-p", "-t", "bench", "#{pane_pid}"));
+  own(panePid, { group: true });
+  try {
+    tmux(sock, "pipe-pane", "-O", "-t", "bench", `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(counter)} ${JSON.stringify(out)}`);
+    await sleep(SETTLE_MS);
+    const start = clock();
+    tmux(sock, "send-keys", "-t", "bench", "Enter");
+    const deadline = Date.now() + 180_000;
+    while (!existsSync(out)) {
+      if (Date.now() > deadline) throw new Error("tmux run did not finish within 180 s");
+      await sleep(5);
+    }
+    const { bytes, lastByteAt } = JSON.parse(readFileSync(out, "utf8"));
+    return { bytes, seconds: (lastByteAt - start) / 1000 };
+  } finally {
+    for (const pid of [panePid, serverPid]) {
+      if (isAlive(pid)) await killOwned(pid);
+      disown(pid);
+    }
+  }
+}
+
+export async function run({ runs = 3, megabytes = 200 } = {}) {
+  const ws = await tempWorkspace("throughput");
+  let daemon;
+  try {
+    const file = path.join(ws.dir, "big.txt");
+    const fileBytes = writeBigFile(file, megabytes);
+    const script = `read x; exec cat ${file}`;
+    const pty = loadPty();
+    daemon = await startDaemon(ws.home);
+    await daemon.client.request("init", { projectRoot: ws.project });
+
+    const rates = { direct: [], pu: [], tmux: [] };
+    const bytesSeen = { direct: [], pu: [], tmux: [] };
+    const skippedBytes = [];
+    for (let r = 0; r < runs; r++) {
+      const d = await viaDirectPty(pty, ws.project, script);
+      const p = await viaDaemon(daemon, ws, script);
+      const t = await viaTmux(ws.dir, script, r);
+      for (const [k, v] of Object.entries({ direct: d, pu: p, tmux: t })) {
+        rates[k].push(v.bytes / v.seconds / 1e6);
+        bytesSeen[k].push(v.bytes);
+      }
+      skippedBytes.push(p.skipped);
+    }
+    const pu = summarize(rates.pu);
+    const direct = summarize(rates.direct);
+    const tm = summarize(rates.tmux);
+    const ratio = pu.median / direct.median;
+    const note =
+      `${(fileBytes / 1e6).toFixed(0)} MB file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, ` +
+      `direct ${bytesSeen.direct.join("/")}, tmux ${bytesSeen.tmux.join("/")}; ` +
+      `bytes the pu viewer skipped (fell behind the ring): ${skippedBytes.join("/")}`;
+    return [
+      figure({
+        id: "throughput.pu_vs_direct",
+        name: "Output throughput: cat 200 MB via daemon → attached viewer",
+        unit: "MB/s",
+        value: pu,
+        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
+        ratio,
+        target: "≥ 0.8× direct node-pty",
+        met: ratio >= 0.8,
+        notes: note,
+      }),
+      figure({
+        id: "throughput.tmux",
+        name: "Output throughput: same cat with tmux as host (pipe-pane -O → byte counter)",
+        unit: "MB/s",
+        value: tm,
+        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
+        ratio: tm.median / direct.median,
+        notes: `pu / tmux = ${(pu.median / tm.median).toFixed(2)}×`,
+      }),
+    ];
+  } finally {
+    await daemon?.stop();
+    await ws.cleanup();
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const rows = await run({ runs: Number(process.env.RUNS ?? 3), megabytes: Number(process.env.MB ?? 200) });
+  console.log(JSON.stringify(rows, null, 2));
+}
