@@ -29,7 +29,7 @@ import { handleTriggerLog } from "./handlers/trigger-log.js";
 import type { EngineState } from "./state.js";
 
 export function createHandlers(state: EngineState): Handlers {
-  return {
+  return withErrorLog(state, {
     health: (req) => handleHealth(state, req),
     shutdown: (req) => handleShutdown(state, req),
     init: (req) => handleInit(state, req),
@@ -56,5 +56,25 @@ export function createHandlers(state: EngineState): Handlers {
     trigger_log: (req) => handleTriggerLog(state, req),
     schedule_enable: (req) => handleScheduleEnable(state, req),
     gate: (req) => handleGate(state, req),
-  };
+  });
+}
+
+/**
+ * Every failed request leaves one line in daemon.log (the server reports only
+ * unexpected errors; a user-facing PuError is worth a line too when debugging).
+ */
+function withErrorLog(state: EngineState, handlers: Handlers): Handlers {
+  const wrapped: Record<string, unknown> = {};
+  for (const [type, handler] of Object.entries(handlers) as [string, (req: never, ctx: never) => Promise<unknown>][]) {
+    wrapped[type] = async (req: never, ctx: never) => {
+      try {
+        return await handler(req, ctx);
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        state.log.event("request_failed", { type, code: typeof code === "string" ? code : "INTERNAL", message: (err as Error).message });
+        throw err;
+      }
+    };
+  }
+  return wrapped as Handlers;
 }

@@ -4,7 +4,19 @@ import { createConnection } from "node:net";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeFrame } from "@pu/ipc/frame";
-import { cleanupAll, DAEMON_BIN, daemonEnv, makeTempHome, startTestDaemon, trackTempDir } from "./helpers/daemon.js";
+import {
+  cleanupAll,
+  DAEMON_BIN,
+  daemonEnv,
+  FAKE_AGENT_COMMAND,
+  isProcessAlive,
+  makeProject,
+  makeTempHome,
+  manifestAgent,
+  startTestDaemon,
+  trackAgentPid,
+  trackTempDir,
+} from "./helpers/daemon.js";
 import { makeTempRepo } from "./helpers/git-repo.js";
 
 afterEach(cleanupAll);
@@ -65,6 +77,20 @@ describe("daemon lifecycle", () => {
     expect(existsSync(daemon.socketPath)).toBe(false);
     const events = readFileSync(path.join(daemon.home, "daemon.log"), "utf8");
     expect(events).toContain('"event":"shutdown"');
+  });
+
+  it("SIGTERM stops the daemon the same way, suspending its agents", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND });
+    trackAgentPid(spawned.agent.pid);
+    daemon.proc.kill("SIGTERM");
+    expect(await daemon.exited).toEqual({ code: 0, signal: null });
+    expect(manifestAgent(repo.root, spawned.agentId)).toMatchObject({ status: "waiting", suspended: true });
+    expect(isProcessAlive(spawned.agent.pid ?? -1)).toBe(false);
+    expect(existsSync(path.join(daemon.home, "daemon.pid"))).toBe(false);
+    expect(existsSync(daemon.socketPath)).toBe(false);
   });
 
   it("a client sending garbage does not affect another client", async () => {

@@ -157,7 +157,6 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
       envFiles: config.envFiles,
     });
     warnings.push(...created.notes);
-    warnings.push(...(await installWorktreeHooks(state, root, created.path)));
   }
   const rollBackWorktree = async (): Promise<void> => {
     if (!created) return;
@@ -165,6 +164,14 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
       (err: unknown) => state.log.event("spawn_rollback_failed", { projectRoot: root, path: created?.path, error: err }),
     );
   };
+  if (created) {
+    try {
+      warnings.push(...(await installWorktreeHooks(state, root, created.path)));
+    } catch (err) {
+      await rollBackWorktree();
+      throw err;
+    }
+  }
 
   let session: AgentSession;
   try {
