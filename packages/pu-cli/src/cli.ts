@@ -1,6 +1,4 @@
-import { CliUsageError } from "./usage-error.js";
 import { ALL_COMMAND_PATHS, loadCommands, matchCommandPath } from "./command-table.js";
-import { colorEnabled, EXIT_OK, reportError } from "./output.js";
 import { CLI_VERSION } from "./version.js";
 
 const VERSION_FLAGS = new Set(["--version", "-v", "-V"]);
@@ -10,13 +8,33 @@ export async function main(argv: readonly string[]): Promise<number> {
   // Answered before clipanion is even loaded: the cheapest possible round trip.
   if (argv.length === 1 && VERSION_FLAGS.has(argv[0]!)) {
     process.stdout.write(`pu ${CLI_VERSION}\n`);
-    return EXIT_OK;
+    return 0;
   }
-  let input = argv.length === 0 ? ["--help"] : [...argv];
+  const input = argv.length === 0 ? ["--help"] : [...argv];
   const matched = matchCommandPath(input);
-  const [{ Cli, Builtins }, commandClasses] = await Promise.all([
-    import("clipanion"),
+  const wantsHelp = input.includes("--help") || input.includes("-h");
+  const daemonClient =
+    matched !== undefined && !wantsHelp && !MANAGES_DAEMON_ITSELF.has(matched)
+      ? import("./daemon-client.js").then((m) => (m.prewarmConnection(), m))
+      : undefined;
+  try {
+    return await run(input, matched);
+  } finally {
+    await (await daemonClient)?.releasePrewarmed();
+  }
+}
+
+// These decide for themselves whether and how to connect.
+const MANAGES_DAEMON_ITSELF = new Set(["daemon start", "daemon stop", "daemon restart", "daemon status"]);
+
+async function run(argv: readonly string[], matched: string | undefined): Promise<number> {
+  let input = [...argv];
+  // Everything else loads in parallel, and only what this command needs.
+  const [{ Cli, Builtins }, commandClasses, { colorEnabled, reportError }, { CliUsageError }] = await Promise.all([
+    import("./clipanion.js"),
     loadCommands(matched === undefined ? ALL_COMMAND_PATHS : [matched]),
+    import("./output.js"),
+    import("./usage-error.js"),
   ]);
 
   const cli = new Cli({
@@ -46,20 +64,20 @@ export async function main(argv: readonly string[]): Promise<number> {
     command = cli.process(input);
     if (passThrough !== undefined) (command as unknown as { passThrough: string[] }).passThrough = passThrough;
   } catch (error) {
-    return reportError(usageErrorFrom(error, input, matched), input.includes("--json"));
+    return reportError(new CliUsageError(usageMessage(error, input, matched)), input.includes("--json"));
   }
   return cli.run(command);
 }
 
 /** Clipanion's parse errors are multi-line blocks; pu reports one line and where to look. */
-function usageErrorFrom(error: unknown, input: readonly string[], matched: string | undefined): CliUsageError {
+function usageMessage(error: unknown, input: readonly string[], matched: string | undefined): string {
   const hint = matched === undefined ? "run `pu --help`" : `run \`pu ${matched} --help\``;
   if (matched === undefined && input[0] !== undefined && !input[0].startsWith("-")) {
-    return new CliUsageError(`unknown command "${input[0]}"; ${hint}`);
+    return `unknown command "${input[0]}"; ${hint}`;
   }
   const firstLine = (error instanceof Error ? error.message : String(error)).split("\n")[0]!.trim();
   const reason = /^Command not found/.test(firstLine)
     ? `invalid arguments: ${input.join(" ")}`
     : firstLine.replace(/\.$/, "");
-  return new CliUsageError(`${reason}; ${hint}`);
+  return `${reason}; ${hint}`;
 }

@@ -1,4 +1,4 @@
-import type { CommandClass } from "clipanion";
+import type { CommandClass } from "./clipanion.js";
 
 type CommandModule = { default: CommandClass };
 

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,9 +36,34 @@ export async function tryConnectDaemon(home: string = daemonHome()): Promise<Cli
   }
 }
 
+// A connection opened while the command's modules are still loading (see `prewarmConnection`).
+let prewarmed: { home: string; client: Promise<Client | undefined> } | undefined;
+
+/**
+ * Starts connecting to an already running daemon (never starts one) so the socket handshake
+ * overlaps module loading. The next `connectDaemon` for the same home takes it over;
+ * `releasePrewarmed` closes it when the command never asked for it.
+ */
+export function prewarmConnection(home: string = daemonHome()): void {
+  prewarmed = { home, client: tryConnectDaemon(home).catch(() => undefined) };
+}
+
+export async function releasePrewarmed(): Promise<void> {
+  const pending = prewarmed;
+  prewarmed = undefined;
+  (await pending?.client)?.close();
+}
+
+async function takePrewarmed(home: string): Promise<Client | undefined> {
+  if (prewarmed?.home !== home) return undefined;
+  const pending = prewarmed;
+  prewarmed = undefined;
+  return pending.client;
+}
+
 /** Connects to the daemon, starting it first when it is not running (unless autoStart is false). */
 export async function connectDaemon({ home = daemonHome(), autoStart = true }: DaemonConnectOptions = {}): Promise<Client> {
-  const client = await tryConnectDaemon(home);
+  const client = (await takePrewarmed(home)) ?? (await tryConnectDaemon(home));
   if (client) return client;
   if (!autoStart) throw new PuError("DAEMON_UNAVAILABLE", "pu daemon is not running; start it with `pu daemon start`");
   await startDaemonProcess(home);
@@ -64,7 +88,9 @@ export function daemonBinPath(): string {
 
 /** Starts the daemon detached from this process, appending its output to `$PU_HOME/daemon.log`. */
 export async function startDaemonProcess(home: string): Promise<number | undefined> {
-  await ensurePuHome(home);
+  ensurePuHome(home);
+  // Loaded here, not at the top: only the first command after boot pays for child_process.
+  const { spawn } = await import("node:child_process");
   const log = openSync(logPath(home), "a", 0o600);
   try {
     const child = spawn(process.execPath, [daemonBinPath(), "--home", home], {

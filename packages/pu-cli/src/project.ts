@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { PuError } from "@pu/core/errors";
@@ -35,8 +34,10 @@ export function resolveProjectRoot({ flag, env = process.env, cwd = process.cwd(
 }
 
 /** Where `pu init` creates a project: `--project DIR` as given, else the git top level of the cwd. */
-export function resolveInitRoot({ flag, cwd = process.cwd() }: ProjectLookup): string {
+export async function resolveInitRoot({ flag, cwd = process.cwd() }: ProjectLookup): Promise<string> {
   const dir = flag === undefined ? cwd : path.resolve(cwd, flag);
+  // Only init needs git; keep child_process off every other command's start-up path.
+  const { execFileSync } = await import("node:child_process");
   try {
     return execFileSync("git", ["rev-parse", "--show-toplevel"], {
       cwd: dir,

@@ -1,4 +1,4 @@
-import { Command, Option } from "clipanion";
+import { Command, Option } from "./clipanion.js";
 import { reportError } from "./output.js";
 import { resolveProjectRoot } from "./project.js";
 

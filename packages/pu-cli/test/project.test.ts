@@ -67,16 +67,16 @@ describe("resolveProjectRoot", () => {
 });
 
 describe("resolveInitRoot", () => {
-  it("uses the git top level of the cwd", () => {
+  it("uses the git top level of the cwd", async () => {
     const repo = path.join(base, "repo");
     mkdirSync(path.join(repo, "a", "b"), { recursive: true });
     execFileSync("git", ["init", "-q", repo]);
-    expect(resolveInitRoot({ cwd: path.join(repo, "a", "b") })).toBe(repo);
+    expect(await resolveInitRoot({ cwd: path.join(repo, "a", "b") })).toBe(repo);
   });
 
-  it("explains that init needs a git repository", () => {
+  it("explains that init needs a git repository", async () => {
     const plain = path.join(base, "plain");
     mkdirSync(plain);
-    expect(() => resolveInitRoot({ cwd: plain })).toThrow(/pu init needs a git repository/);
+    await expect(resolveInitRoot({ cwd: plain })).rejects.toThrow(/pu init needs a git repository/);
   });
 });

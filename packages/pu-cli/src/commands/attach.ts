@@ -1,5 +1,5 @@
 import type { ReadStream } from "node:tty";
-import { Command, Option } from "clipanion";
+import { Command, Option } from "../clipanion.js";
 import type { ClientStream } from "@pu/ipc/client";
 import { connectDaemon } from "../daemon-client.js";
 import { followOutput } from "../follow.js";

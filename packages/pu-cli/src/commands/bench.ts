@@ -1,4 +1,4 @@
-import { Command, Option } from "clipanion";
+import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
 import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";

@@ -1,4 +1,4 @@
-import { Command, Option } from "clipanion";
+import { Command, Option } from "../clipanion.js";
 import type { WorktreeDiff } from "@pu/ipc/protocol";
 import { withDaemon } from "../daemon-client.js";
 import { writeJson, writeLine } from "../output.js";

@@ -1,4 +1,4 @@
-import { Command } from "clipanion";
+import { Command } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
 import { formatDuration } from "../format.js";
 import { writeJson, writeLine } from "../output.js";

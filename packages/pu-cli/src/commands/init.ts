@@ -1,4 +1,4 @@
-import { Command } from "clipanion";
+import { Command } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
 import { writeJson, writeLine } from "../output.js";
 import { resolveInitRoot } from "../project.js";
@@ -16,7 +16,7 @@ export default class InitCommand extends PuCommand {
   });
 
   async run(): Promise<number> {
-    const projectRoot = resolveInitRoot({ flag: this.project });
+    const projectRoot = await resolveInitRoot({ flag: this.project });
     const result = await withDaemon((client) => client.request("init", { projectRoot }));
     if (this.json) writeJson(result);
     else writeLine(result.created ? `initialized pu project in ${result.projectRoot}` : `${result.projectRoot} is already a pu project`);

@@ -1,4 +1,4 @@
-import { Command, Option } from "clipanion";
+import { Command, Option } from "../clipanion.js";
 import { connectDaemon, withDaemon } from "../daemon-client.js";
 import { followOutput } from "../follow.js";
 import { writeJson } from "../output.js";

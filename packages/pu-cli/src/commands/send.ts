@@ -1,4 +1,4 @@
-import { Command, Option } from "clipanion";
+import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
 import { parseKeys } from "../keys.js";
 import { writeJson, writeLine } from "../output.js";

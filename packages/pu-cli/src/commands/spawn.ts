@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { Command, Option } from "clipanion";
+import { Command, Option } from "../clipanion.js";
 import type { RequestFields } from "@pu/ipc/protocol";
 import { withDaemon } from "../daemon-client.js";
 import { writeJson, writeLine, writeNote } from "../output.js";

@@ -1,4 +1,4 @@
-import { Command, Option } from "clipanion";
+import { Command, Option } from "../clipanion.js";
 import type { StatusReport } from "@pu/ipc/protocol";
 import { connectDaemon, withDaemon } from "../daemon-client.js";
 import { colorEnabled, writeJson, writeJsonLine } from "../output.js";

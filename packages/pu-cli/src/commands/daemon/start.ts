@@ -1,4 +1,4 @@
-import { Command } from "clipanion";
+import { Command } from "../../clipanion.js";
 import { daemonHome } from "../../daemon-client.js";
 import { startDaemon } from "../../daemon-control.js";
 import { writeJson, writeLine } from "../../output.js";

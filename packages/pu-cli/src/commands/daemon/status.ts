@@ -1,4 +1,4 @@
-import { Command } from "clipanion";
+import { Command } from "../../clipanion.js";
 import { isPuError } from "@pu/core/errors";
 import { daemonHome, readDaemonPid, tryConnectDaemon } from "../../daemon-client.js";
 import { formatDuration } from "../../format.js";
