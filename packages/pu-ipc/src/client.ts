@@ -71,7 +71,9 @@ interface Pending {
   type: string;
   resolve(frame: Frame): void;
   reject(error: Error): void;
-  timer: NodeJS.Timeout | undefined;
+  timeoutMs: number;
+  /** performance.now() after which the request fails with TIMEOUT; Infinity for none. */
+  deadline: number;
 }
 
 /** Events for one stream, buffered until the consumer pulls them. */
@@ -129,6 +131,8 @@ class Connection {
   private nextId = 1;
   private isClosed = false;
   private paused = false;
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private deadlineTimerAt = 0;
   private closeError: PuError | undefined;
   readonly closed: Promise<void>;
 
@@ -172,18 +176,15 @@ class Connection {
     // Register the stream before writing: its first events may share a chunk with the ok reply.
     if (stream) this.streams.set(id, stream.queue);
     const timeoutMs = options?.timeoutMs ?? this.defaultTimeoutMs;
-    return new Promise<Frame>((resolve, reject) => {
-      const entry: Pending = { type, resolve, reject, timer: undefined };
-      if (timeoutMs > 0) {
-        entry.timer = setTimeout(() => {
-          this.pending.delete(id);
-          reject(new PuError("TIMEOUT", `pu daemon did not answer ${type} within ${timeoutMs} ms`));
-        }, timeoutMs);
-      }
-      this.pending.set(id, entry);
+    const deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
+    const reply = new Promise<Frame>((resolve, reject) => {
+      this.pending.set(id, { type, resolve, reject, timeoutMs, deadline });
       this.socket.write(frame);
-    }).catch((error: unknown) => {
-      if (stream) this.endStream(id);
+    });
+    this.armDeadlineTimer(deadline);
+    if (!stream) return reply;
+    return reply.catch((error: unknown) => {
+      this.endStream(id);
       throw error;
     });
   }
@@ -248,7 +249,6 @@ class Connection {
     const entry = this.pending.get(id);
     if (!entry) return undefined;
     this.pending.delete(id);
-    if (entry.timer) clearTimeout(entry.timer);
     return entry;
   }
 
@@ -256,10 +256,41 @@ class Connection {
     this.isClosed = true;
     for (const [id, entry] of this.pending) {
       this.pending.delete(id);
-      if (entry.timer) clearTimeout(entry.timer);
       entry.reject(error);
     }
+    this.disarmDeadlineTimer();
     for (const id of [...this.streams.keys()]) this.endStream(id);
+  }
+
+  // One timer per connection instead of one per request: it stays armed across requests and
+  // is only moved when a request's deadline comes before it.
+  private armDeadlineTimer(deadline: number): void {
+    if (deadline === Infinity || this.isClosed) return;
+    if (this.deadlineTimer && deadline >= this.deadlineTimerAt) return;
+    this.disarmDeadlineTimer();
+    this.deadlineTimerAt = deadline;
+    // Unref'd: a pending request always has the socket keeping the process alive.
+    this.deadlineTimer = setTimeout(() => this.expireRequests(), Math.max(0, deadline - performance.now())).unref();
+  }
+
+  private disarmDeadlineTimer(): void {
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+  }
+
+  private expireRequests(): void {
+    this.deadlineTimer = undefined;
+    const now = performance.now();
+    let next = Infinity;
+    for (const [id, entry] of this.pending) {
+      if (entry.deadline <= now) {
+        this.pending.delete(id);
+        entry.reject(new PuError("TIMEOUT", `pu daemon did not answer ${entry.type} within ${entry.timeoutMs} ms`));
+      } else if (entry.deadline < next) {
+        next = entry.deadline;
+      }
+    }
+    this.armDeadlineTimer(next);
   }
 
   /** Pauses reading while any stream has a long unread backlog. */
@@ -334,10 +365,8 @@ export async function connectClient(options: ConnectOptions): Promise<Client> {
     pid: Number(ack.pid),
   };
 
-  const request: RequestFn = async (type, fields, requestOptions) => {
-    const reply = await connection.send(type, fields, requestOptions);
-    return reply.result as ResultOf<typeof type>;
-  };
+  const request: RequestFn = (type, fields, requestOptions) =>
+    connection.send(type, fields, requestOptions).then((reply) => reply.result as ResultOf<typeof type>);
 
   return {
     daemon,

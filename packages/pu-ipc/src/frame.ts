@@ -40,11 +40,13 @@ export function encodeFrame(msg: object, maxBytes = MAX_FRAME_BYTES): Buffer {
   return frame;
 }
 
-/** Decodes one frame body; it must be a msgpack map. */
-function decodeBody(body: Buffer): Record<string, unknown> {
+/** Decodes the frame body at source[start, end); it must be a msgpack map. */
+function decodeBody(source: Buffer, start: number, end: number): Record<string, unknown> {
+  if (end === start) throw new FrameError("empty frame body");
   let value: unknown;
   try {
-    value = unpackr.unpack(body);
+    // Decoding in place (start/end, not a subarray) lets msgpackr reuse one DataView per chunk.
+    value = unpackr.unpack(source, { start, end });
   } catch (error) {
     throw new FrameError(`undecodable frame: ${(error as Error).message}`, { cause: error });
   }
@@ -85,23 +87,24 @@ export class FrameDecoder {
   push(chunk: Buffer): Record<string, unknown>[] {
     if (this.failed) throw new FrameError("frame decoder is unusable after an earlier error");
     const frames: Record<string, unknown>[] = [];
-    if (chunk.length === 0) return frames;
-    this.chunks.push(chunk);
-    this.bufferedBytes += chunk.length;
     try {
+      if (this.chunks.length === 0) {
+        // Common case: nothing buffered, so whole frames are decoded straight out of the chunk.
+        const rest = this.decodeWholeFrames(chunk, frames);
+        if (rest === chunk.length) return frames;
+        chunk = chunk.subarray(rest);
+      }
+      this.chunks.push(chunk);
+      this.bufferedBytes += chunk.length;
       for (;;) {
         if (this.bodyLength < 0) {
           if (this.bufferedBytes < HEADER_BYTES) break;
-          const length = this.take(HEADER_BYTES).readUInt32BE(0);
-          if (length > this.maxBytes) {
-            throw new FrameError(`frame of ${length} bytes exceeds the ${this.maxBytes}-byte limit`);
-          }
-          this.bodyLength = length;
+          this.bodyLength = this.checkLength(this.take(HEADER_BYTES).readUInt32BE(0));
         }
         if (this.bufferedBytes < this.bodyLength) break;
         const body = this.take(this.bodyLength);
         this.bodyLength = -1;
-        frames.push(decodeBody(body));
+        frames.push(decodeBody(body, 0, body.length));
       }
     } catch (error) {
       this.failed = true;
@@ -110,6 +113,26 @@ export class FrameDecoder {
       throw error;
     }
     return frames;
+  }
+
+  /** Decodes the complete frames at the start of chunk; returns where the first incomplete one starts. */
+  private decodeWholeFrames(chunk: Buffer, frames: Record<string, unknown>[]): number {
+    let offset = 0;
+    while (chunk.length - offset >= HEADER_BYTES) {
+      const length = this.checkLength(chunk.readUInt32BE(offset));
+      const start = offset + HEADER_BYTES;
+      if (chunk.length - start < length) break;
+      frames.push(decodeBody(chunk, start, start + length));
+      offset = start + length;
+    }
+    return offset;
+  }
+
+  private checkLength(length: number): number {
+    if (length > this.maxBytes) {
+      throw new FrameError(`frame of ${length} bytes exceeds the ${this.maxBytes}-byte limit`);
+    }
+    return length;
   }
 
   /** Removes the next n buffered bytes (n <= bufferedBytes); a view when they lie in one chunk. */

@@ -192,10 +192,14 @@ describe("client and server over a real Unix socket", () => {
   it("times out a request the daemon never answers, and the connection still works", async () => {
     await startServer();
     const client = await connect();
+    // A long wait already pending must not delay a shorter one behind it.
+    const slow = rejection(client.request("resume", { projectRoot: "/p", agentId: "slow" }, { timeoutMs: 60_000 }));
     const error = await rejection(client.request("resume", { projectRoot: "/p", agentId: "a" }, { timeoutMs: 200 }));
     expect(error.code).toBe("TIMEOUT");
     expect(error.message).toContain("resume");
     expect((await client.request("health", {})).pid).toBe(process.pid);
+    client.close();
+    expect((await slow).code).toBe("DAEMON_UNAVAILABLE");
   });
 
   it("rejects pending requests with DAEMON_UNAVAILABLE when the connection drops", async () => {
