@@ -29,7 +29,10 @@ export interface ConnectionContext {
   send(event: EventFrame): boolean;
   bufferedBytes(): number;
   onClose(cb: () => void): void;
-  /** Called each time the socket's write buffer has drained. */
+  /**
+   * Called each time the socket's write buffer has drained. Guaranteed to follow a send()
+   * that returned false (Node emits 'drain' after any write over its own 16 KiB mark).
+   */
   onDrain(cb: () => void): void;
   readonly closed: boolean;
   close(): void;
