@@ -1,4 +1,4 @@
-import { ALL_COMMAND_PATHS, loadCommands, matchCommandPath } from "./command-table.js";
+import { ALL_COMMAND_PATHS, loadCommands, matchCommandGroup, matchCommandPath } from "./command-table.js";
 import { CLI_VERSION } from "./version.js";
 
 const VERSION_FLAGS = new Set(["--version", "-v", "-V"]);
@@ -29,10 +29,12 @@ const MANAGES_DAEMON_ITSELF = new Set(["daemon start", "daemon stop", "daemon re
 
 async function run(argv: readonly string[], matched: string | undefined): Promise<number> {
   let input = [...argv];
+  const group = matched === undefined ? matchCommandGroup(input) : undefined;
+  const paths = matched !== undefined ? [matched] : group !== undefined ? ALL_COMMAND_PATHS.filter((p) => p.startsWith(`${group} `)) : ALL_COMMAND_PATHS;
   // Everything else loads in parallel, and only what this command needs.
   const [{ Cli, Builtins }, commandClasses, { colorEnabled, reportError }, { CliUsageError }] = await Promise.all([
     import("./clipanion.js"),
-    loadCommands(matched === undefined ? ALL_COMMAND_PATHS : [matched]),
+    loadCommands(paths),
     import("./output.js"),
     import("./usage-error.js"),
   ]);
@@ -45,6 +47,16 @@ async function run(argv: readonly string[], matched: string | undefined): Promis
     enableCapture: false,
   });
   for (const commandClass of commandClasses) cli.register(commandClass);
+  if (group !== undefined) {
+    // `pu daemon --help` lists the group; `pu daemon` or `pu daemon frob` is a usage error.
+    if (input[1] === "--help" || input[1] === "-h") {
+      process.stdout.write(cli.usage(null, { colored: colorEnabled(process.stdout) }));
+      return 0;
+    }
+    const verbs = paths.map((p) => p.slice(group.length + 1)).join(", ");
+    const what = input[1] === undefined ? "needs a subcommand" : `has no subcommand "${input[1]}"`;
+    return reportError(new CliUsageError(`pu ${group} ${what} (one of: ${verbs}); run \`pu ${group} --help\``), input.includes("--json"));
+  }
   if (matched === undefined) {
     cli.register(Builtins.HelpCommand);
     cli.register(Builtins.VersionCommand);

@@ -41,3 +41,9 @@ export async function loadCommands(paths: readonly string[]): Promise<CommandCla
 }
 
 export const ALL_COMMAND_PATHS: readonly string[] = Object.keys(COMMAND_TABLE);
+
+/** A group word such as "daemon" when `argv` names a group but none of its commands. */
+export function matchCommandGroup(argv: readonly string[]): string | undefined {
+  const first = argv[0];
+  return first !== undefined && ALL_COMMAND_PATHS.some((p) => p.startsWith(`${first} `)) ? first : undefined;
+}

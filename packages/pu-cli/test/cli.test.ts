@@ -51,6 +51,13 @@ describe("pu --version / --help", () => {
     expect(r.stdout).toContain("pu spawn");
   });
 
+  it("lists a group's commands", async () => {
+    const r = await pu("daemon", "--help");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("pu daemon restart");
+    expect(r.stdout).not.toContain("pu spawn");
+  });
+
   it("shows a command's help with examples", async () => {
     const r = await pu("spawn", "--help");
     expect(r.code).toBe(0);
@@ -83,6 +90,8 @@ describe("usage errors exit 2 with one line and a hint", () => {
     [["send", "ag-x", "--keys", "C-c Nope"], /unknown key name "Nope"; valid keys: .*Enter/],
     [["logs", "ag-x", "--tail", "lots"], /--tail expects a number of bytes/],
     [["attach", "ag-x", "--detach-key", "x"], /--detach-key must be a control key/],
+    [["daemon"], /pu daemon needs a subcommand \(one of: start, stop, restart, status\)/],
+    [["daemon", "frob"], /pu daemon has no subcommand "frob"/],
   ])("pu %j", async (args, pattern) => {
     const r = await pu(...args);
     expect(r.code).toBe(2);

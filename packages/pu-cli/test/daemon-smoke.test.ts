@@ -1,11 +1,31 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeFrame, FrameDecoder } from "@pu/ipc/frame";
-import { runPu } from "./run-pu.js";
+import { PU_BIN, runPu } from "./run-pu.js";
+
+/** `pu attach` on a real terminal: util-linux `script` gives it a PTY, our pipe is the keyboard. */
+function attachInTerminal(agentId: string, env: Record<string, string>, extraArgs: string[] = []) {
+  const command = [process.execPath, PU_BIN, "attach", agentId, ...extraArgs].map((a) => `'${a}'`).join(" ");
+  const child = spawn("script", ["-qfec", command, "/dev/null"], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", TERM: "xterm", ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let screen = "";
+  child.stdout.on("data", (d: Buffer) => (screen += d.toString("utf8")));
+  child.stderr.on("data", (d: Buffer) => (screen += d.toString("utf8")));
+  const exited = new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? -1)));
+  return {
+    type: (text: string) => child.stdin.write(text),
+    screen: () => screen,
+    seen: (text: string) => waitFor(`"${text}" on the attached terminal`, () => (screen.includes(text) ? true : undefined)),
+    exited,
+    kill: () => child.kill("SIGKILL"),
+  };
+}
 
 // End-to-end through the CLI's own auto-start path: a real daemon (pu-engine's bin) in a temp PU_HOME.
 
@@ -122,6 +142,59 @@ describe("pu against a real daemon", () => {
 
     const status = JSON.parse((await pu("status", "--agent", agentId, "--json")).stdout);
     expect(status.agents[agentId]).toMatchObject({ status: "broken", exitCode: 5 });
+  });
+
+  it("attach on a terminal: replay, typing, detach with the agent still running, then its exit", async () => {
+    const { agentId } = JSON.parse((await pu("spawn", "--agent", "terminal", "--root", "--json")).stdout) as { agentId: string };
+    await pu("send", agentId, "echo replay-$((1+1))");
+    await waitFor("first output", async () => ((await pu("logs", agentId)).stdout.includes("replay-2") ? true : undefined));
+
+    const first = attachInTerminal(agentId, { PU_HOME: home });
+    try {
+      await first.seen("replay-2"); // the replay arrived, so raw mode is on
+      first.type("echo typed-$((2+3))\r");
+      await first.seen("typed-5");
+      first.type("\x1c"); // Ctrl-\\
+      expect(await first.exited).toBe(0);
+      expect(first.screen()).toContain(`[detached from ${agentId}]`);
+    } finally {
+      first.kill();
+    }
+    const afterDetach = JSON.parse((await pu("status", "--agent", agentId, "--json")).stdout);
+    expect(afterDetach.agents[agentId].status).not.toBe("broken");
+
+    const second = attachInTerminal(agentId, { PU_HOME: home }, ["--detach-key", "C-q"]);
+    try {
+      await second.seen("typed-5");
+      second.type("exit 4\r");
+      expect(await second.exited).toBe(0);
+      expect(second.screen()).toContain(`[${agentId} exited with code 4]`);
+    } finally {
+      second.kill();
+    }
+  });
+
+  it("status --watch --json prints a line per change and stops cleanly on Ctrl-C", async () => {
+    const watcher = spawn(process.execPath, [PU_BIN, "status", "--watch", "--json"], {
+      cwd: repo,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", PU_HOME: home },
+    });
+    let out = "";
+    watcher.stdout.on("data", (d: Buffer) => (out += d.toString("utf8")));
+    const exited = new Promise<number | null>((resolve) => watcher.on("exit", (code) => resolve(code)));
+    try {
+      await waitFor("the first report", () => (out.includes("\n") ? true : undefined));
+      const { agentId } = JSON.parse((await pu("spawn", "--agent", "terminal", "--root", "--json")).stdout) as { agentId: string };
+      await waitFor("a report with the new agent", () => (out.includes(agentId) ? true : undefined));
+      watcher.kill("SIGINT");
+      expect(await exited).toBe(0);
+      const lines = out.trimEnd().split("\n").map((l) => JSON.parse(l) as { report: { projectRoot: string } });
+      expect(lines.length).toBeGreaterThanOrEqual(2);
+      expect(lines.every((l) => l.report.projectRoot === repo)).toBe(true);
+      await pu("kill", "--agent", agentId);
+    } finally {
+      watcher.kill("SIGKILL");
+    }
   });
 
   it("reports a missing agent with exit 3", async () => {
