@@ -212,4 +212,52 @@ sequence:
       code: "AGENT_NOT_FOUND",
     });
   });
+
+  it("after a daemon restart a bound agent continues with its next action once it waits again", async () => {
+    const first = await startTestDaemon();
+    const firstClient = await first.client();
+    const repo = await makeProject(firstClient);
+    writeTrigger(repo.root, "two", `on: agent_idle\nsequence:\n  - inject: "sleep 5000"\n  - inject: "echo after the restart"\n`);
+    const spawned = await firstClient.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "two" });
+    trackAgentPid(spawned.agent.pid);
+    const id = spawned.agentId;
+    await waitFor("the first action", () => manifestAgent(repo.root, id)?.triggerSeqIndex === 1, 30_000);
+    await first.stop();
+    expect(manifestAgent(repo.root, id)).toMatchObject({ suspended: true, triggerState: "active", triggerSeqIndex: 1 });
+
+    const second = await startTestDaemon(first.home);
+    const client = await second.client();
+    const resumed = await client.request("resume", { projectRoot: repo.root, agentId: id });
+    trackAgentPid(resumed.agent.pid);
+    await waitFor("the trigger to complete", () => manifestAgent(repo.root, id)?.triggerState === "completed", 30_000);
+    await waitFor("the second action's output", async () => (await logText(client, id)).includes("\nafter the restart"));
+  });
+
+  it("an agent that becomes waiting again while its gate runs does not start a second run; one that exits mid-gate stops it", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    writeTrigger(
+      repo.root,
+      "slow-gate",
+      `on: agent_idle\nsequence:\n  - gate: { run: "sleep 2; echo gate done" }\n    inject: "echo after the gate"\n`,
+    );
+    const busy = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "slow-gate" });
+    trackAgentPid(busy.agent.pid);
+    await waitFor("the gate to start", () => manifestAgent(repo.root, busy.agentId)?.triggerState === "gating", 30_000);
+    // streaming, then waiting again, while the gate still runs
+    await client.request("input", { agentId: busy.agentId, data: Buffer.from("sleep 300\r") });
+    await waitFor("the trigger to complete", () => manifestAgent(repo.root, busy.agentId)?.triggerState === "completed", 30_000);
+    const { runs } = await client.request("trigger_log", { projectRoot: repo.root, agentId: busy.agentId });
+    expect(runs).toHaveLength(1);
+    expect(runs[0]?.outputTail).toContain("gate done");
+
+    const quitter = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "slow-gate" });
+    trackAgentPid(quitter.agent.pid);
+    await waitFor("the gate to start", () => manifestAgent(repo.root, quitter.agentId)?.triggerState === "gating", 30_000);
+    await client.request("input", { agentId: quitter.agentId, data: Buffer.from("exit 0\r") });
+    await waitFor("the exit to be recorded", () => manifestAgent(repo.root, quitter.agentId)?.status === "broken", 30_000);
+    expect(manifestAgent(repo.root, quitter.agentId)).toMatchObject({ triggerState: "gating", triggerSeqIndex: 0 });
+    expect((await client.request("trigger_log", { projectRoot: repo.root, agentId: quitter.agentId })).runs).toEqual([]);
+  });
 });
