@@ -26,6 +26,11 @@ export interface LiveAgent {
   idleThresholdSeconds: number;
   /** Set before the daemon stops the process; undefined when the agent exits on its own. */
   stopIntent?: StopIntent;
+  /**
+   * The spawn prompt has not been typed in yet. Such an agent sits at its own prompt but
+   * has not started its task, so it must not read as waiting (triggers would fire early).
+   */
+  promptPending?: boolean;
   /** Settles once the exit has been written to the manifest (never rejects). */
   exitRecorded: Promise<void>;
   /** Settles once the request that started the process has written (or abandoned) its manifest entry. */

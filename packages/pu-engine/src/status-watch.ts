@@ -34,6 +34,7 @@ export function sessionStatus(live: LiveAgent): AgentStatus {
     // Stopped on purpose to be resumed later: waiting, not broken.
     return live.stopIntent === "suspend" || live.stopIntent === "shutdown" ? "waiting" : "broken";
   }
+  if (live.promptPending) return "streaming";
   return effectiveStatus({
     exitCode: null,
     output: session.ring.lastBytes(256),

@@ -257,9 +257,13 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   if (launch.promptToType !== undefined) {
     const text = launch.promptToType;
     // Typed after the reply: the agent needs time to draw its prompt first.
-    const delivery = deliverPrompt(session, text).catch((err: unknown) =>
-      state.log.event("prompt_delivery_failed", { projectRoot: root, agentId, error: err }),
-    );
+    live.promptPending = true;
+    const delivery = deliverPrompt(session, text)
+      .catch((err: unknown) => state.log.event("prompt_delivery_failed", { projectRoot: root, agentId, error: err }))
+      .finally(() => {
+        live.promptPending = false;
+        state.statusWatch.recompute(live);
+      });
     // The first trigger action waits for the agent's answer to this prompt.
     if (triggerFields) state.triggers?.holdWhile(agentId, delivery);
   }
