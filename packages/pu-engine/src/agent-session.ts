@@ -53,9 +53,16 @@ export interface Viewer {
 }
 
 /** Largest piece of output sent to a viewer at once. */
+/** How long after SIGTERM a still-running agent is also sent SIGHUP. */
+const HANGUP_AFTER_MS = 300;
+
 export const VIEWER_CHUNK_BYTES = 64 * 1024;
 /** A viewer stops being fed while its sink holds this much unsent data. */
 export const VIEWER_MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
+/** After a chunk has proved meaningful, output is not judged again for this long (see handleData). */
+export const ACTIVITY_SAMPLE_MS = 50;
+/** While output streams, viewers are fed at most once per this many ms (see scheduleViewerPump). */
+export const VIEWER_BATCH_MS = 1;
 
 type OutputListener = (chunk: Buffer, offset: number) => void;
 type ExitListener = (exitCode: number) => void;
@@ -73,6 +80,9 @@ export class AgentSession {
   /** Set as soon as node-pty reports the exit: the PTY fd is gone even while output drains. */
   private ptyClosed = false;
   private lastDataAt = 0;
+  private lastJudgedMeaningfulAt = Number.NEGATIVE_INFINITY;
+  private lastViewerPumpAt = 0;
+  private viewerPumpTimer: NodeJS.Timeout | undefined;
   private readonly outputListeners = new Set<OutputListener>();
   private readonly exitListeners = new Set<ExitListener>();
   private readonly viewers = new Set<RingViewer>();
@@ -181,6 +191,13 @@ export class AgentSession {
     if (this._exitCode !== null) return this._exitCode;
     const deadline = Date.now() + graceMs;
     killProcessGroup(this.pid, "SIGTERM");
+    // Interactive shells ignore SIGTERM; a hang-up is how a closing terminal ends them
+    // (and their jobs). Sent a moment later, so a program that honours SIGTERM still
+    // reports 143, and a terminal agent stops at once instead of after the whole grace.
+    const hangUp = setTimeout(() => {
+      if (this._exitCode === null) killProcessGroup(this.pid, "SIGHUP");
+    }, Math.min(HANGUP_AFTER_MS, graceMs));
+    void this.exited.then(() => clearTimeout(hangUp));
     // Children of the agent get the same grace as the agent itself.
     let graceTimer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<false>((resolveGrace) => (graceTimer = setTimeout(() => resolveGrace(false), graceMs)));
@@ -200,6 +217,8 @@ export class AgentSession {
    */
   dispose(): void {
     for (const viewer of [...this.viewers]) viewer.close();
+    clearTimeout(this.viewerPumpTimer);
+    this.viewerPumpTimer = undefined;
     this.outputListeners.clear();
     this.exitListeners.clear();
     if (!this.ptyClosed) killProcessTree(this.pid, "SIGKILL");
@@ -224,13 +243,44 @@ export class AgentSession {
 
   private handleData(chunk: Buffer): void {
     if (chunk.length === 0) return;
-    this.lastDataAt = Date.now();
+    const now = Date.now();
+    this.lastDataAt = now;
     const offset = this.ring.endOffset;
     this.ring.append(chunk);
-    this.activity.observe(chunk);
+    // Judging output (tokenizing every line) is the costliest per-byte work on this path:
+    // judged chunk by chunk it capped a flood at a fraction of PTY speed. Once a chunk has
+    // proved meaningful the idle clock is reset, so the rest of a burst is only sampled:
+    // idle time reads at most ACTIVITY_SAMPLE_MS high, and text skipped here is missing
+    // from the tracker's screen memory, which at worst makes one later chunk count.
+    if (now - this.lastJudgedMeaningfulAt >= ACTIVITY_SAMPLE_MS && this.activity.observe(chunk, now)) {
+      this.lastJudgedMeaningfulAt = now;
+    }
     for (const listener of this.outputListeners) {
       safely(() => listener(chunk, offset));
     }
+    this.scheduleViewerPump(now);
+  }
+
+  /**
+   * A PTY is read a few KiB at a time; sending each read as its own event cost a frame,
+   * a socket write and a decode per 4 KiB. Output after a quiet spell goes out at once
+   * (keystroke echo is not delayed); while output keeps coming, what arrives within
+   * VIEWER_BATCH_MS goes out together.
+   */
+  private scheduleViewerPump(now: number): void {
+    if (this.viewers.size === 0 || this.viewerPumpTimer) return;
+    if (now - this.lastViewerPumpAt >= VIEWER_BATCH_MS) {
+      this.pumpViewers(now);
+      return;
+    }
+    this.viewerPumpTimer = setTimeout(() => {
+      this.viewerPumpTimer = undefined;
+      this.pumpViewers(Date.now());
+    }, VIEWER_BATCH_MS);
+  }
+
+  private pumpViewers(now: number): void {
+    this.lastViewerPumpAt = now;
     for (const viewer of this.viewers) viewer.pump();
   }
 
