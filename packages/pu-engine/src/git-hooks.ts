@@ -7,7 +7,8 @@
 // main checkout's config is not touched beyond that extension flag, so its commits run
 // exactly the hooks they ran before. The scripts there run `pu gate <event>` only when
 // the repository is inside `<root>/.pu/worktrees/` and a trigger file mentions the
-// event, then chain to the repository's own hook (`<git-common-dir>/hooks/<name>`).
+// event, then chain to the hook the worktree would otherwise run (the repository's or
+// the user's global `core.hooksPath`, else `<git-common-dir>/hooks/<name>`).
 // Hooks are installed for every new worktree (not only when such a trigger exists), so
 // a trigger added later applies to worktrees that already exist.
 //
@@ -55,7 +56,14 @@ export function locatePuCli(env: NodeJS.ProcessEnv = process.env): string | unde
   return undefined;
 }
 
-export function hookScript(opts: { root: string; home: string; event: HookEvent; node: string; cli: string | undefined }): string {
+export function hookScript(opts: {
+  root: string;
+  home: string;
+  event: HookEvent;
+  node: string;
+  cli: string | undefined;
+  hooksDir: string;
+}): string {
   const name = HOOK_FILES[opts.event];
   const q = shellQuote;
   const run = opts.cli
@@ -73,9 +81,15 @@ case "$top/" in
     fi
     ;;
 esac
+# The hooks this worktree would run without pu: the repository's (or the user's global)
+# core.hooksPath, else <git-common-dir>/hooks.
 common_dir=$(git rev-parse --git-common-dir 2>/dev/null) || exit 0
 case "$common_dir" in /*) ;; *) common_dir="$top/$common_dir" ;; esac
-if [ -x "$common_dir/hooks/${name}" ]; then exec "$common_dir/hooks/${name}" "$@"; fi
+user_hooks=$(git config --file "$common_dir/config" --get core.hooksPath 2>/dev/null) ||
+  user_hooks=$(git config --global --get core.hooksPath 2>/dev/null) ||
+  user_hooks="$common_dir/hooks"
+case "$user_hooks" in /*) ;; *) user_hooks="$top/$user_hooks" ;; esac
+if [ "$user_hooks" != ${q(opts.hooksDir)} ] && [ -x "$user_hooks/${name}" ]; then exec "$user_hooks/${name}" "$@"; fi
 exit 0
 `;
 }
@@ -101,7 +115,7 @@ export async function installWorktreeHooks(state: EngineState, root: string, wor
     for (const event of Object.keys(HOOK_FILES) as HookEvent[]) {
       const file = path.join(dir, HOOK_FILES[event]);
       const temp = `${file}.${process.pid}.tmp`;
-      await fs.writeFile(temp, hookScript({ root, home: state.home, event, node: process.execPath, cli }), { mode: 0o755 });
+      await fs.writeFile(temp, hookScript({ root, home: state.home, event, node: process.execPath, cli, hooksDir: dir }), { mode: 0o755 });
       await fs.chmod(temp, 0o755);
       await fs.rename(temp, file);
     }
