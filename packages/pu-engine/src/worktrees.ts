@@ -434,6 +434,11 @@ export interface MergeWorktreeOptions {
   message?: string;
   /** Where a temporary merge worktree may be made when the base is not checked out; default the worktree's parent. */
   worktreesDir?: string;
+  /**
+   * Untracked paths that do not count as uncommitted work: the env files pu copied into
+   * the worktree itself (a `.env` the project does not ignore must not block every merge).
+   */
+  ignoreUntracked?: string[];
 }
 
 export interface MergeOutcome {
@@ -458,7 +463,10 @@ export async function mergeWorktree(options: MergeWorktreeOptions): Promise<Merg
   const message = options.message ?? (strategy === "squash" ? `Squash ${branch}` : `Merge ${branch}`);
 
   if (existsSync(worktreePath)) {
-    const dirty = await uncommittedFiles(worktreePath, { includeUntracked: true });
+    const copied = new Set((options.ignoreUntracked ?? []).map((file) => path.posix.normalize(file.split(path.sep).join("/"))));
+    const dirty = (await uncommittedFiles(worktreePath, { includeUntracked: true, withStatus: true }))
+      .filter(({ code, file }) => !(code === "??" && copied.has(file)))
+      .map(({ file }) => file);
     if (dirty.length > 0) {
       throw new PuError("INVALID_STATE", `worktree ${worktreePath} has uncommitted changes (${summarize(dirty)}); commit them in the worktree first`);
     }
@@ -500,21 +508,29 @@ function summarize(files: string[], limit = 5): string {
   return files.length > limit ? `${shown} and ${files.length - limit} more` : shown;
 }
 
-async function uncommittedFiles(dir: string, { includeUntracked }: { includeUntracked: boolean }): Promise<string[]> {
+async function uncommittedFiles(dir: string, options: { includeUntracked: boolean; withStatus?: false }): Promise<string[]>;
+async function uncommittedFiles(
+  dir: string,
+  options: { includeUntracked: boolean; withStatus: true },
+): Promise<{ code: string; file: string }[]>;
+async function uncommittedFiles(
+  dir: string,
+  { includeUntracked, withStatus }: { includeUntracked: boolean; withStatus?: boolean },
+): Promise<string[] | { code: string; file: string }[]> {
   const out = await gitOrFail(
     dir,
     ["status", "--porcelain", "-z", `--untracked-files=${includeUntracked ? "all" : "no"}`],
     `cannot read the status of ${dir}`,
   );
   // Records are "XY <path>"; a rename adds the old path as an extra record, which is skipped.
-  const files: string[] = [];
+  const files: { code: string; file: string }[] = [];
   const records = splitNul(out);
   for (let i = 0; i < records.length; i++) {
     const record = records[i] ?? "";
-    files.push(record.slice(3));
+    files.push({ code: record.slice(0, 2), file: record.slice(3) });
     if (record[0] === "R" || record[0] === "C") i++;
   }
-  return files;
+  return withStatus ? files : files.map(({ file }) => file);
 }
 
 /** The directory where `branch` is checked out, if any worktree of the repository has it. */

@@ -329,6 +329,19 @@ describe("mergeWorktree", () => {
     expect(repo.head()).toBe(mainHead);
   });
 
+  it("does not count the env files pu copied in as uncommitted work, but still counts other untracked files", async () => {
+    repo.write(".env", "SECRET=1\n");
+    const wt = await create("envy", { envFiles: [".env"] });
+    repo.commit({ "e.txt": "e\n" }, "work on envy", wt.path);
+    const withEnv = { projectRoot: repo.root, path: wt.path, branch: wt.branch, baseBranch: wt.baseBranch, strategy: "merge" as const, ignoreUntracked: [".env"] };
+    repo.write("stray.txt", "stray\n", wt.path);
+    await expectPuError(mergeWorktree(withEnv), "INVALID_STATE", /uncommitted changes \(stray\.txt\)/);
+    rmSync(path.join(wt.path, "stray.txt"));
+    const outcome = await mergeWorktree(withEnv);
+    expect(outcome.alreadyUpToDate).toBe(false);
+    expect(repo.git(["show", "main:e.txt"])).toBe("e");
+  });
+
   it("merges into a base that is not checked out through a temporary worktree and moves its ref", async () => {
     repo.git(["branch", "release"]);
     const releaseBefore = repo.git(["rev-parse", "release"]);

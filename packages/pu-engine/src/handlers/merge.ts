@@ -1,3 +1,4 @@
+import { loadConfig } from "@pu/core/config";
 import { isPuError, PuError } from "@pu/core/errors";
 import type { WorktreeStatus } from "@pu/core/manifest";
 import { worktreesDir } from "@pu/core/paths";
@@ -38,6 +39,7 @@ export async function handleMerge(state: EngineState, req: RequestOf<"merge">): 
       strategy: req.strategy,
       message: req.message,
       worktreesDir: worktreesDir(root),
+      ignoreUntracked: (await loadConfig(root)).envFiles,
     });
     await record((wt) => {
       wt.status = "merged";
