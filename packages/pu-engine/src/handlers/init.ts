@@ -27,6 +27,8 @@ export async function handleInit(state: EngineState, req: RequestOf<"init">): Pr
   }
   await excludePuDir(root);
   await state.rememberProject(root);
+  // Schedules written by hand into a project the daemon had not seen yet start counting now.
+  state.scheduler?.rearm("init");
   if (created) state.log.event("init", { projectRoot: root });
   return { created, projectRoot: root, manifestPath: manifestPath(root) };
 }
