@@ -7,7 +7,8 @@ export const PROTOCOL_VERSION = 1;
 export const DAEMON_VERSION = "0.1.0";
 
 // Terminal bytes travel as msgpack bin; msgpackr decodes bin to Buffer (a Uint8Array).
-const Bytes = z.instanceof(Uint8Array);
+// z.custom keeps the type as plain Uint8Array, so a Node Buffer is accepted without casts.
+const Bytes = z.custom<Uint8Array>((value) => value instanceof Uint8Array, { message: "expected binary data" });
 const Id = z.union([z.number().int(), z.string().max(128)]);
 const ProjectRoot = z.string().min(1).max(4096);
 const AgentId = z.string().min(1).max(64);
@@ -214,7 +215,9 @@ export type AgentView = AgentEntry & {
   live: boolean;
   worktreeId?: string;
 };
-export type WorktreeView = Omit<WorktreeEntry, "agents"> & { agents: Record<string, AgentView> };
+// Not Omit<WorktreeEntry, "agents">: the entry type keeps unknown keys (an index
+// signature), and Omit over an index signature erases the named fields.
+export type WorktreeView = WorktreeEntry & { agents: Record<string, AgentView> };
 export interface StatusReport {
   projectRoot: string;
   worktrees: Record<string, WorktreeView>;
