@@ -86,6 +86,11 @@ export function daemonBinPath(): string {
   return path.join(path.dirname(daemonEntry), "..", "bin", "pu-engine");
 }
 
+/** This CLI's own `bin/pu`, next to the `dist/` this module runs from. */
+export function cliBinPath(): string {
+  return path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "bin", "pu");
+}
+
 /** Starts the daemon detached from this process, appending its output to `$PU_HOME/daemon.log`. */
 export async function startDaemonProcess(home: string): Promise<number | undefined> {
   ensurePuHome(home);
@@ -96,7 +101,8 @@ export async function startDaemonProcess(home: string): Promise<number | undefin
     const child = spawn(process.execPath, [daemonBinPath(), "--home", home], {
       detached: true,
       stdio: ["ignore", log, log],
-      env: { ...process.env, PU_HOME: home },
+      // The git hooks the daemon installs in worktrees call back into this CLI (`pu gate`).
+      env: { ...process.env, PU_HOME: home, PU_CLI_BIN: cliBinPath() },
     });
     // A failed exec surfaces as an "error" event; without a listener it would crash the CLI.
     child.on("error", () => {});

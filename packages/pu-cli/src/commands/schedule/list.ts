@@ -1,0 +1,33 @@
+import { Command } from "../../clipanion.js";
+import type { DefinitionSummary } from "@pu/ipc/protocol";
+import { DefinitionListCommand, NOUNS, printColumns } from "../../definition-commands.js";
+
+export default class ScheduleListCommand extends DefinitionListCommand {
+  static override paths = [["schedule", "list"]];
+  static override usage = Command.Usage({
+    description: "List schedules with their timing (enabled, recurrence, next and last run, missed runs)",
+    details: "A project's schedule hides a global one of the same name; only the project's own schedules fire. MISSED counts runs that fell due while the daemon was not running.",
+    examples: [
+      ["List them", "$0 schedule list"],
+      ["As JSON", "$0 schedule list --json"],
+    ],
+  });
+  readonly noun = NOUNS.schedule;
+
+  override printTable(definitions: DefinitionSummary[]): void {
+    printColumns(
+      ["NAME", "SCOPE", "ENABLED", "RECURRENCE", "NEXT RUN", "LAST RUN", "MISSED"],
+      definitions.map((d) => {
+        if (d.error !== undefined) return [d.name, d.scope, "", "", "", "", `invalid: ${d.error}`];
+        const info = d.details ?? {};
+        // A global schedule is a pattern to copy: the daemon never fires it by itself.
+        const next = info.fires === false ? "(global: never fires)" : text(info.nextRun, "-");
+        return [d.name, d.scope, info.enabled === false ? "no" : "yes", text(info.recurrence, "?"), next, text(info.lastRun, "never"), text(info.missedRuns, "0")];
+      }),
+    );
+  }
+}
+
+function text(value: unknown, fallback: string): string {
+  return value === null || value === undefined || value === "" ? fallback : String(value);
+}

@@ -1,0 +1,48 @@
+import { Command, Option } from "../../clipanion.js";
+import { withDaemon } from "../../daemon-client.js";
+import { checkedName, NOUNS, parseVarPairs } from "../../definition-commands.js";
+import { writeJson, writeLine, writeNote } from "../../output.js";
+import { PuCommand } from "../../pu-command.js";
+
+export default class SwarmRunCommand extends PuCommand {
+  static override paths = [["swarm", "run"]];
+  static override usage = Command.Usage({
+    description: "Start a swarm: its worktrees, each with the swarm's agents",
+    details: `
+      Prints a line per agent started and per agent that could not be started. A failure does not stop the rest,
+      and what did start keeps running; the exit code is 1 when anything failed.
+    `,
+    examples: [
+      ["Start a swarm", "$0 swarm run review-team"],
+      ["With template variables", "$0 swarm run review-team --var AREA=auth"],
+    ],
+  });
+
+  name = Option.String({ name: "NAME" });
+  vars = Option.Array("--var", [], { description: "Template variable KEY=VALUE for the swarm's agents (repeatable)" });
+
+  async run(): Promise<number> {
+    const name = checkedName(NOUNS.swarm, this.name);
+    const vars = parseVarPairs(this.vars);
+    const projectRoot = this.projectRoot();
+    const fields = vars === undefined ? { projectRoot, name } : { projectRoot, name, vars };
+    // Every agent is a spawn (worktree creation included): give a big swarm time.
+    const result = await withDaemon((client) => client.request("run_swarm", fields, { timeoutMs: 0 }));
+    const failed = result.failed.length > 0;
+    if (this.json) {
+      writeJson(result);
+      return failed ? 1 : 0;
+    }
+    for (const s of result.spawned) writeLine(`spawned ${s.agentId} (${s.role}) in ${s.worktreeId ?? "the project root"}`);
+    for (const f of result.failed) writeNote(`pu: failed to start ${f.role}${f.agentDef ? ` (agent definition ${f.agentDef})` : ""}: ${f.message}`);
+    const worktrees = new Set(result.spawned.map((s) => s.worktreeId).filter((w) => w !== undefined));
+    const summary = `swarm ${name}: ${result.spawned.length} spawned in ${worktrees.size} ${worktrees.size === 1 ? "worktree" : "worktrees"}`;
+    if (!failed) {
+      writeLine(summary);
+      return 0;
+    }
+    const roles = result.failed.map((f) => f.role).join(", ");
+    writeNote(`pu: ${summary}, ${result.failed.length} failed (${roles}); what started keeps running (see \`pu status\`)`);
+    return 1;
+  }
+}
