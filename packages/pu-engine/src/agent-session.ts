@@ -62,7 +62,7 @@ export const VIEWER_MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 /** After a chunk has proved meaningful, output is not judged again for this long (see handleData). */
 export const ACTIVITY_SAMPLE_MS = 50;
 /** While output streams, viewers are fed at most once per this many ms (see scheduleViewerPump). */
-export const VIEWER_BATCH_MS = 1;
+export const VIEWER_BATCH_MS = 4;
 
 type OutputListener = (chunk: Buffer, offset: number) => void;
 type ExitListener = (exitCode: number) => void;
@@ -82,6 +82,8 @@ export class AgentSession {
   private lastDataAt = 0;
   private lastJudgedMeaningfulAt = Number.NEGATIVE_INFINITY;
   private lastViewerPumpAt = 0;
+  /** Ring end offset at the last viewer pump: how much output a pending batch holds. */
+  private pumpedUpTo = 0;
   private viewerPumpTimer: NodeJS.Timeout | undefined;
   private readonly outputListeners = new Set<OutputListener>();
   private readonly exitListeners = new Set<ExitListener>();
@@ -265,14 +267,19 @@ export class AgentSession {
    * A PTY is read a few KiB at a time; sending each read as its own event cost a frame,
    * a socket write and a decode per 4 KiB. Output after a quiet spell goes out at once
    * (keystroke echo is not delayed); while output keeps coming, what arrives within
-   * VIEWER_BATCH_MS goes out together.
+   * VIEWER_BATCH_MS goes out together. A batch never grows past one event's worth or a
+   * quarter of the ring, so waiting cannot cost an up-to-date viewer any bytes.
    */
   private scheduleViewerPump(now: number): void {
-    if (this.viewers.size === 0 || this.viewerPumpTimer) return;
-    if (now - this.lastViewerPumpAt >= VIEWER_BATCH_MS) {
+    if (this.viewers.size === 0) return;
+    const batched = this.ring.endOffset - this.pumpedUpTo;
+    if (now - this.lastViewerPumpAt >= VIEWER_BATCH_MS || batched >= Math.min(VIEWER_CHUNK_BYTES, this.ring.capacity / 4)) {
+      clearTimeout(this.viewerPumpTimer);
+      this.viewerPumpTimer = undefined;
       this.pumpViewers(now);
       return;
     }
+    if (this.viewerPumpTimer) return;
     this.viewerPumpTimer = setTimeout(() => {
       this.viewerPumpTimer = undefined;
       this.pumpViewers(Date.now());
@@ -281,6 +288,7 @@ export class AgentSession {
 
   private pumpViewers(now: number): void {
     this.lastViewerPumpAt = now;
+    this.pumpedUpTo = this.ring.endOffset;
     for (const viewer of this.viewers) viewer.pump();
   }
 
