@@ -3,6 +3,7 @@ import { isAlive as isAliveStatus } from "@pu/core/status";
 import { loadConfig, resolveAgentType } from "@pu/core/config";
 import { isSameProcess, terminateProcessGroup } from "./process-info.js";
 import { nowIso, type EngineState } from "./state.js";
+import { findStrayAgents } from "./stray-agents.js";
 
 export const LOST_ERROR = "lost: the daemon stopped while it was running";
 
@@ -47,6 +48,20 @@ export async function recoverProjects(state: EngineState): Promise<void> {
       state.log.event("recovery_skipped", { projectRoot: root, error: err });
     }
   }
+  await stopStrayAgents(state);
+}
+
+/**
+ * Stops agent processes no manifest accounts for (a spawn or resume cut short by a
+ * crash before its entry was written), so a dead daemon never leaves orphans behind.
+ */
+async function stopStrayAgents(state: EngineState): Promise<void> {
+  const strays = findStrayAgents(state.home);
+  if (strays.length === 0) return;
+  const stopped = await Promise.all(
+    strays.map(async ({ pid, agentId }) => ({ pid, agentId, outcome: await terminateProcessGroup(pid, { graceMs: ORPHAN_GRACE_MS }) })),
+  );
+  state.log.event("recovery_strays_stopped", { strays: stopped });
 }
 
 async function recoverProject(state: EngineState, root: string): Promise<void> {

@@ -1,0 +1,57 @@
+/**
+ * Agent processes of a dead daemon that no manifest records. A crash between
+ * starting an agent's PTY and writing its manifest entry (spawn, resume) leaves a
+ * process recovery cannot find by pid; it is found by the environment every
+ * agent gets instead: `PU_HOME` of its daemon and its own `PU_AGENT_ID`.
+ */
+import { readdirSync, readFileSync } from "node:fs";
+import { isAgentId } from "@pu/core/ids";
+
+export interface StrayAgent {
+  pid: number;
+  agentId: string;
+}
+
+/** ppid and session id from /proc/<pid>/stat (fields 4 and 6, counted after the last ')'). */
+function parentAndSession(pid: number): { ppid: number; session: number; zombie: boolean } | null {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  const fields = text.slice(text.lastIndexOf(")") + 1).trim().split(/\s+/);
+  return { ppid: Number(fields[1]), session: Number(fields[3]), zombie: fields[0] === "Z" };
+}
+
+/**
+ * Living agent PTY processes (session leaders: node-pty calls setsid) that were
+ * started for the daemon owning `home` and are not this process's own children.
+ * Only one daemon may own a home, so while it starts up every such process is an orphan.
+ */
+export function findStrayAgents(home: string): StrayAgent[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const homeVar = `PU_HOME=${home}`;
+  const strays: StrayAgent[] = [];
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
+    const stat = parentAndSession(pid);
+    if (!stat || stat.zombie || stat.session !== pid || stat.ppid === process.pid) continue;
+    let environ: string[];
+    try {
+      environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    if (!environ.includes(homeVar)) continue;
+    const agentId = environ.find((v) => v.startsWith("PU_AGENT_ID="))?.slice("PU_AGENT_ID=".length);
+    if (agentId !== undefined && isAgentId(agentId)) strays.push({ pid, agentId });
+  }
+  return strays;
+}
