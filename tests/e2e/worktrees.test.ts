@@ -1,0 +1,84 @@
+// Worktree work through the real `pu` binary: an agent commits in its worktree, then
+// diff --stat, a clean merge, a conflicting merge, clean --worktree and clean --all.
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FAKE_AGENT_COMMAND, PuSandbox } from "../helpers/pu-sandbox.js";
+
+describe("pu worktrees end to end", { timeout: 120_000 }, () => {
+  let sb: PuSandbox;
+  let feature: { agentId: string; worktreeId: string; worktreePath: string };
+  let conflicting: { agentId: string; worktreeId: string; worktreePath: string };
+
+  beforeAll(() => {
+    sb = new PuSandbox("pu-e2e-worktrees-");
+  });
+  afterAll(async () => {
+    const leftovers = await sb.teardown();
+    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
+  }, 60_000);
+
+  /** Spawns the fake agent in a new worktree and has it write and commit one file. */
+  async function agentCommits(name: string, file: string, text: string) {
+    const spawned = await sb.spawnAgent(["--command", FAKE_AGENT_COMMAND, "--name", name]);
+    await sb.waitForLogs(spawned.agentId, "fake-agent ready");
+    await sb.ok(["send", spawned.agentId, `write ${file} ${text}`]);
+    await sb.waitForLogs(spawned.agentId, `wrote ${file}`);
+    await sb.ok(["send", spawned.agentId, `commit ${name} work`]);
+    await sb.waitForLogs(spawned.agentId, /\ncommitted\r?\n/);
+    return { agentId: spawned.agentId, worktreeId: spawned.worktreeId!, worktreePath: spawned.worktreePath! };
+  }
+
+  it("diff --stat lists what an agent committed in its worktree", async () => {
+    expect((await sb.puJson<{ created: boolean }>(["init"])).created).toBe(true);
+    feature = await agentCommits("feature", "feature.txt", "from the agent");
+    const diff = await sb.ok(["diff", "--stat"]);
+    expect(diff).toContain(`${feature.worktreeId} feature (pu/feature vs main): 1 file(s), +1 -0`);
+    expect(diff).toMatch(/\n {2}feature\.txt +\+1 -0\n/);
+  });
+
+  it("merge of a clean worktree lands its commit on main", async () => {
+    const out = await sb.ok(["merge", feature.worktreeId]);
+    expect(out).toMatch(new RegExp(`^merged ${feature.worktreeId} into main`));
+    expect(sb.git(["show", "main:feature.txt"])).toBe("from the agent");
+    const report = await sb.status();
+    expect(report.worktrees[feature.worktreeId]!.status).toBe("merged");
+  });
+
+  it("merge of a conflicting worktree exits 1 naming the file and leaves main untouched", async () => {
+    conflicting = await agentCommits("clash", "README.md", "agent side");
+    sb.commitFiles({ "README.md": "main side\n" }, "main changes README");
+    const mainBefore = sb.git(["rev-parse", "main"]);
+
+    const merge = await sb.pu(["merge", conflicting.worktreeId]);
+    expect(merge.code).toBe(1);
+    expect(merge.stderr).toContain("README.md");
+    expect(merge.stderr.trim().split("\n")).toHaveLength(1);
+
+    expect(sb.git(["rev-parse", "main"])).toBe(mainBefore);
+    expect(sb.git(["status", "--porcelain", "--untracked-files=no"])).toBe("");
+    expect(readFileSync(path.join(sb.root, "README.md"), "utf8")).toBe("main side\n");
+    expect(existsSync(path.join(sb.root, ".git", "MERGE_HEAD"))).toBe(false);
+    const report = await sb.status();
+    expect(report.worktrees[conflicting.worktreeId]!.status).toBe("failed");
+  });
+
+  it("clean --worktree removes that worktree's directory and branch only", async () => {
+    await sb.ok(["clean", "--worktree", feature.worktreeId]);
+    expect(existsSync(feature.worktreePath)).toBe(false);
+    expect(sb.git(["branch", "--list", "pu/feature"])).toBe("");
+    expect(existsSync(conflicting.worktreePath)).toBe(true);
+    expect(sb.git(["branch", "--list", "pu/clash"])).toContain("pu/clash");
+  });
+
+  it("clean --all removes every worktree directory and every pu/* branch", async () => {
+    const third = await sb.spawnAgent(["--agent", "terminal", "--name", "third"]);
+    const out = await sb.ok(["clean", "--all"]);
+    expect(out).toContain(`cleaned ${third.worktreeId}`);
+    for (const dir of [conflicting.worktreePath, third.worktreePath!]) expect(existsSync(dir), dir).toBe(false);
+    expect(sb.git(["branch", "--list", "pu/*"])).toBe("");
+    expect(sb.git(["worktree", "list", "--porcelain"]).match(/^worktree /gm)).toHaveLength(1);
+    const agent = await sb.agent(third.agentId).catch(() => undefined);
+    if (agent) expect(agent.live).toBe(false);
+  });
+});
