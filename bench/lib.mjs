@@ -1,7 +1,7 @@
 // Shared plumbing for the benchmarks: temp workspaces, a daemon per benchmark,
 // a pid registry so nothing we start outlives the run, and the statistics.
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, openSync, closeSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, openSync, closeSync, readFileSync, rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import os from "node:os";
@@ -88,6 +88,15 @@ export async function killAllOwned() {
 
 // ---- temp workspaces ----
 
+const tempDirs = new Set();
+
+/** Synchronous last resort (process 'exit', signals): kill what we own, remove our temp dirs. */
+export function cleanupAllSync() {
+  killAllOwnedSync();
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
 function git(cwd, ...args) {
   const r = spawnSync("git", args, { cwd, encoding: "utf8" });
   if (r.status !== 0) throw new Error(`git ${args.join(" ")} failed: ${r.stderr}`);
@@ -97,6 +106,7 @@ function git(cwd, ...args) {
 /** A temp dir with its own PU_HOME and a git repository holding one commit. */
 export async function tempWorkspace(label) {
   const dir = await mkdtemp(path.join(os.tmpdir(), `pu-bench-${label}-`));
+  tempDirs.add(dir);
   const home = path.join(dir, "home");
   const project = path.join(dir, "project");
   mkdirSync(home, { mode: 0o700 });
@@ -108,7 +118,10 @@ export async function tempWorkspace(label) {
     home,
     project,
     env: { ...process.env, PU_HOME: home, GIT_AUTHOR_NAME: "bench", GIT_AUTHOR_EMAIL: "bench@example.invalid", GIT_COMMITTER_NAME: "bench", GIT_COMMITTER_EMAIL: "bench@example.invalid" },
-    cleanup: () => rm(dir, { recursive: true, force: true }),
+    cleanup: async () => {
+      await rm(dir, { recursive: true, force: true });
+      tempDirs.delete(dir);
+    },
   };
 }
 

@@ -6,7 +6,7 @@ import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { REPO, killAllOwned, killAllOwnedSync, summarize } from "./lib.mjs";
+import { REPO, cleanupAllSync, killAllOwned, summarize } from "./lib.mjs";
 
 const BENCHMARKS = [
   { name: "throughput", load: () => import("./throughput.mjs") },
@@ -102,7 +102,7 @@ it ends, also on error. Values are medians over runs; the spread is min–max.
 Reference figures are measured in the same run, interleaved with pu's, so load
 on the (shared, 2-core) machine hits both alike.
 
-- **Output throughput.** A 200 MB file of 78-byte text lines is \`cat\`ed by an
+- **Output throughput.** A 200 MiB file of 78-byte text lines is \`cat\`ed by an
   agent whose command is \`read x; exec cat FILE\`: the program blocks until
   Enter is sent, so the clock starts at Enter and stops when the consumer
   receives the last byte. *pu*: the daemon owns the PTY; a separate connection
@@ -143,6 +143,40 @@ on the (shared, 2-core) machine hits both alike.
   process, \`health\` requests one at a time over one connection, against a bare
   \`node:net\` Unix-socket ping-pong of length-prefixed buffers of the same sizes
   (5 × 5000 round trips each, after 500 warm-up).
+`;
+
+const INVESTIGATION = `## What the benchmarks found, and what was changed
+
+- **Output throughput was 0.15× direct node-pty** on the first run (50 MiB:
+  pu 11.7 MB/s, node-pty 78 MB/s, tmux 30 MB/s). A \`--cpu-prof\` of the daemon
+  (\`PU_BENCH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=DIR"\`) showed it
+  CPU-bound with 62 % of its busy time in \`ActivityTracker.observe\` (pu-core's
+  meaningful-output detection tokenizes every line of every 4 KiB PTY read).
+  Fix in \`AgentSession.handleData\` (pu-engine): once a chunk has proved
+  meaningful the rest of a burst is only sampled (one judgement per
+  \`ACTIVITY_SAMPLE_MS\` = 50 ms); idle time can read at most 50 ms high, and
+  the status rules are unchanged. → 0.49×, daemon profile then mostly idle.
+- **Next: one event per 4 KiB PTY read.** Every read became its own frame,
+  socket write, and client-side decode (≈ 5,000 frames per 20 MB; daemon 0.55
+  and client 0.28 cores at 27 MB/s). Fix in \`AgentSession\`: output after a
+  quiet spell is sent at once (keystroke echo is not delayed); while output
+  keeps coming, what arrives within \`VIEWER_BATCH_MS\` (4 ms) goes out as one
+  event, never more than 64 KiB or a quarter of the ring (so an up-to-date viewer
+  cannot lose bytes to the wait). Frames became ≈ 30 KiB, daemon CPU per MB
+  halved, client CPU per MB fell 4×. → 0.75–0.90× in three-run checks on a
+  loaded machine.
+- **\`pu status\` warm stays above 1.3× \`node -e 0\`.** Its cost after Node's
+  own start-up, measured phase by phase in-process: clipanion ≈ 20 ms,
+  pu-ipc client with msgpackr ≈ 14 ms, the status command's modules ≈ 10 ms,
+  connect + hello ≈ 5 ms, the status request itself ≈ 1 ms. Nothing here is a
+  single hot spot; the pu-cli owner was already trimming start-up imports, so
+  this was left to them (a clipanion-free path for \`status\` would remove the
+  largest share).
+- **node-pty can drop the last few KiB of a program that exits right after a
+  flood of output** (Linux; microsoft/node-pty#85, #726): in the throughput runs
+  both the daemon and the direct reference received 0–10 KB less than tmux for
+  the same \`cat\` (the byte counts are in the notes). Not a throughput issue,
+  but the end of a fast agent's output can be missing from the ring and logs.
 `;
 
 async function main() {
@@ -188,6 +222,7 @@ async function main() {
       ...rows.filter((r) => r.notes).map((r) => `- ${r.name}: ${r.notes}`),
       "",
       METHOD,
+      INVESTIGATION,
     ].join("\n");
     writeFileSync(path.join(REPO, "bench/RESULTS.md"), md);
     writeFileSync(path.join(REPO, "bench/results.json"), `${JSON.stringify({ machine: env, timings, figures: rows }, null, 2)}\n`);
@@ -196,10 +231,10 @@ async function main() {
   return crashed ? 1 : 0;
 }
 
-process.on("exit", killAllOwnedSync);
+process.on("exit", cleanupAllSync);
 for (const sig of ["SIGINT", "SIGTERM"]) {
   process.on(sig, () => {
-    killAllOwnedSync();
+    cleanupAllSync();
     process.exit(130);
   });
 }

@@ -171,13 +171,13 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
     const tm = summarize(rates.tmux);
     const ratio = pu.median / direct.median;
     const note =
-      `${(fileBytes / 1e6).toFixed(0)} MB file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, ` +
+      `${fileBytes} bytes in the file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, ` +
       `direct ${bytesSeen.direct.join("/")}, tmux ${bytesSeen.tmux.join("/")}; ` +
       `bytes the pu viewer skipped (fell behind the ring): ${skippedBytes.join("/")}`;
     return [
       figure({
         id: "throughput.pu_vs_direct",
-        name: "Output throughput: cat 200 MB via daemon → attached viewer",
+        name: `Output throughput: cat ${megabytes} MiB via daemon → attached viewer`,
         unit: "MB/s",
         value: pu,
         reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
