@@ -51,7 +51,7 @@ export function parseVarPairs(pairs: readonly string[]): Record<string, string> 
 }
 
 /** The daemon's "not found" names the files it looked for; say where they would have been too. */
-function withLookedIn(noun: DefinitionNoun, name: string, error: unknown, scope?: "local" | "global"): unknown {
+export function withLookedIn(noun: DefinitionNoun, name: string, error: unknown, scope?: "local" | "global"): unknown {
   if (!isPuError(error) || error.code !== "NOT_FOUND") return error;
   const home = puHome(process.env);
   const shownHome = home.startsWith(`${homedir()}/`) ? `~/${path.relative(homedir(), home)}` : home;

@@ -1,6 +1,6 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
-import { checkedName, NOUNS, parseVarPairs } from "../../definition-commands.js";
+import { checkedName, NOUNS, parseVarPairs, withLookedIn } from "../../definition-commands.js";
 import { writeJson, writeLine, writeNote } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 
@@ -27,7 +27,12 @@ export default class SwarmRunCommand extends PuCommand {
     const projectRoot = this.projectRoot();
     const fields = vars === undefined ? { projectRoot, name } : { projectRoot, name, vars };
     // Every agent is a spawn (worktree creation included): give a big swarm time.
-    const result = await withDaemon((client) => client.request("run_swarm", fields, { timeoutMs: 0 }));
+    let result;
+    try {
+      result = await withDaemon((client) => client.request("run_swarm", fields, { timeoutMs: 0 }));
+    } catch (error) {
+      throw withLookedIn(NOUNS.swarm, name, error);
+    }
     const failed = result.failed.length > 0;
     if (this.json) {
       writeJson(result);

@@ -1,6 +1,6 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
-import { checkedName, NOUNS, parseVarPairs } from "../../definition-commands.js";
+import { checkedName, NOUNS, parseVarPairs, withLookedIn } from "../../definition-commands.js";
 import { writeJson, writeLine } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 
@@ -24,7 +24,13 @@ export default class TriggerAssignCommand extends PuCommand {
     const vars = parseVarPairs(this.vars);
     const projectRoot = this.projectRoot();
     const fields = vars === undefined ? { projectRoot, agentId: this.agentId, trigger } : { projectRoot, agentId: this.agentId, trigger, vars };
-    const result = await withDaemon((client) => client.request("assign_trigger", fields));
+    let result;
+    try {
+      result = await withDaemon((client) => client.request("assign_trigger", fields));
+    } catch (error) {
+      // AGENT_NOT_FOUND keeps the daemon's words; a missing trigger says where it was looked for.
+      throw withLookedIn(NOUNS.trigger, trigger, error);
+    }
     if (this.json) {
       writeJson(result);
       return 0;
