@@ -1,0 +1,79 @@
+// The daemon's life as a user drives it: auto-start, `pu daemon stop` (agents, pid and
+// socket gone), auto-start again, `pu daemon restart`, and a PU_HOME it cannot use.
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FAKE_AGENT_COMMAND, PuSandbox } from "../helpers/pu-sandbox.js";
+import { isProcessAlive } from "../helpers/wait-for.js";
+
+describe("pu daemon end to end", { timeout: 120_000 }, () => {
+  let sb: PuSandbox;
+
+  beforeAll(() => {
+    sb = new PuSandbox("pu-e2e-daemon-");
+  });
+  afterAll(async () => {
+    const leftovers = await sb.teardown();
+    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
+  }, 60_000);
+
+  const socket = () => path.join(sb.home, "daemon.sock");
+  const pidFile = () => path.join(sb.home, "daemon.pid");
+
+  it("daemon stop ends the daemon and its agents, removes pid file and socket; the next command starts it again", async () => {
+    await sb.puJson(["init"]);
+    const first = sb.noteDaemonPid()!;
+    expect(isProcessAlive(first)).toBe(true);
+    expect(existsSync(socket())).toBe(true);
+    const agent = await sb.spawnAgent(["--root", "--command", FAKE_AGENT_COMMAND]);
+    const agentPid = (await sb.agent(agent.agentId)).pid!;
+    expect(isProcessAlive(agentPid)).toBe(true);
+
+    const stop = await sb.ok(["daemon", "stop"]);
+    expect(stop).toBe(`pu daemon stopped (pid ${first})\n`);
+    expect(isProcessAlive(first)).toBe(false);
+    expect(isProcessAlive(agentPid)).toBe(false);
+    expect(existsSync(socket())).toBe(false);
+    expect(existsSync(pidFile())).toBe(false);
+    expect((await sb.puJson<{ running: boolean }>(["daemon", "status"])).running).toBe(false);
+
+    const health = await sb.puJson<{ pid: number }>(["health"]);
+    expect(health.pid).not.toBe(first);
+    expect(isProcessAlive(health.pid)).toBe(true);
+    expect(sb.noteDaemonPid()).toBe(health.pid);
+    // Shutdown records the agents it stopped as suspended, so `pu play` can bring them back.
+    const after = await sb.agent(agent.agentId);
+    expect(after).toMatchObject({ live: false, suspended: true, status: "waiting" });
+  });
+
+  it("daemon restart replaces the running daemon with a new one", async () => {
+    const before = sb.noteDaemonPid()!;
+    const restart = await sb.puJson<{ stoppedPid: number | null; pid: number }>(["daemon", "restart"]);
+    expect(restart.stoppedPid).toBe(before);
+    expect(restart.pid).not.toBe(before);
+    expect(isProcessAlive(before)).toBe(false);
+    expect(isProcessAlive(restart.pid)).toBe(true);
+    expect(sb.noteDaemonPid()).toBe(restart.pid);
+    expect((await sb.puJson<{ pid: number }>(["health"])).pid).toBe(restart.pid);
+  });
+
+  it("a world-writable PU_HOME is refused with the reason, and no daemon starts there", async () => {
+    const open = path.join(sb.base, "open-home");
+    mkdirSync(open);
+    chmodSync(open, 0o777);
+    const run = await sb.pu(["health"], { env: { PU_HOME: open } });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^pu: .*open-home.*world-writable.*\n$/);
+    expect(existsSync(path.join(open, "daemon.pid"))).toBe(false);
+    expect(existsSync(path.join(open, "daemon.sock"))).toBe(false);
+  });
+
+  it("a PU_HOME that is a file is refused with one clear line", async () => {
+    const file = path.join(sb.base, "home-is-a-file");
+    writeFileSync(file, "not a directory\n");
+    const run = await sb.pu(["health"], { env: { PU_HOME: file } });
+    expect([1, 4]).toContain(run.code);
+    expect(run.stderr).toMatch(/^pu: .*home-is-a-file.*\n$/);
+    expect(run.stderr).not.toMatch(/\n./);
+  });
+});
