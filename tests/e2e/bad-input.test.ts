@@ -1,0 +1,122 @@
+// Every mistake a user can type gets one clear stderr line and the documented exit code:
+// 1 failure, 2 usage, 3 not found / not initialized, 4 daemon unavailable.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PuSandbox, type PuRun } from "../helpers/pu-sandbox.js";
+
+/** Exactly one line on stderr, starting "pu: ", matching `pattern`. */
+function expectOneLineError(run: PuRun, code: number, pattern: RegExp): void {
+  expect(run.code, `exit code (stderr: ${run.stderr.trim()})`).toBe(code);
+  expect(run.stderr, "exactly one stderr line").toMatch(/^pu: [^\n]+\n$/);
+  expect(run.stderr).toMatch(pattern);
+  expect(run.stdout).toBe("");
+}
+
+describe("pu bad input end to end", { timeout: 120_000 }, () => {
+  let sb: PuSandbox;
+  let elsewhere: string;
+
+  beforeAll(() => {
+    sb = new PuSandbox("pu-e2e-bad-input-");
+    elsewhere = path.join(sb.base, "not-a-project");
+    mkdirSync(elsewhere);
+  });
+  afterAll(async () => {
+    const leftovers = await sb.teardown();
+    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
+  }, 60_000);
+
+  it("spawn outside a project exits 3 and says to run pu init", async () => {
+    const run = await sb.pu(["spawn", "--agent", "terminal"], { cwd: elsewhere });
+    expectOneLineError(run, 3, /not-a-project.*`pu init`/);
+  });
+
+  it("an unknown agent id exits 3 for every command that takes one", async () => {
+    await sb.puJson(["init"]);
+    const missing = "ag-zzzzzzzz";
+    for (const args of [
+      ["send", missing, "hi"],
+      ["logs", missing],
+      ["attach", missing],
+      ["kill", "--agent", missing],
+      ["bench", missing],
+      ["play", missing],
+      ["status", "--agent", missing],
+    ]) {
+      const run = await sb.pu(args);
+      expectOneLineError(run, 3, new RegExp(`no agent.* ${missing}`));
+    }
+  });
+
+  it("an unknown worktree exits 3 for every command that takes one", async () => {
+    const missing = "wt-zzzzzzzz";
+    for (const args of [
+      ["spawn", "--agent", "terminal", "--worktree", missing],
+      ["merge", missing],
+      ["clean", "--worktree", missing],
+      ["diff", "--worktree", missing],
+      ["kill", "--worktree", missing],
+    ]) {
+      const run = await sb.pu(args);
+      expectOneLineError(run, 3, new RegExp(`no (agent or )?worktree ${missing}`));
+    }
+  });
+
+  it("a worktree name with no usable characters is an error; ../x is normalized to x inside .pu/worktrees", async () => {
+    for (const name of ["///", "", "$$$"]) {
+      const run = await sb.pu(["spawn", "--agent", "terminal", "--name", name]);
+      expectOneLineError(run, 1, /worktree name .* has no usable characters/);
+    }
+    expect(sb.git(["branch", "--list", "pu/*"])).toBe("");
+
+    const dotted = await sb.spawnAgent(["--agent", "terminal", "--name", "../x"]);
+    const wt = (await sb.status()).worktrees[dotted.worktreeId!]!;
+    expect(wt).toMatchObject({ name: "x", branch: "pu/x" });
+    expect(path.relative(path.join(sb.root, ".pu", "worktrees"), wt.path)).not.toMatch(/^\.\./);
+    await sb.ok(["clean", "--all"]);
+  });
+
+  it("an unknown agent type exits 1 and lists the known types", async () => {
+    const run = await sb.pu(["spawn", "--agent", "nosuch"]);
+    expectOneLineError(run, 1, /unknown agent type 'nosuch'.*claude.*codex.*opencode.*terminal/);
+  });
+
+  it("conflicting spawn flags are usage errors (exit 2)", async () => {
+    expectOneLineError(await sb.pu(["spawn", "--agent", "terminal", "--root", "--worktree", "wt-12345678"]), 2, /--root and --worktree cannot be used together/);
+    expectOneLineError(await sb.pu(["spawn", "--agent", "terminal", "--trigger", "x", "--no-trigger"]), 2, /--trigger and --no-trigger cannot be used together/);
+  });
+
+  it("an unknown --keys name exits 2 and lists the valid keys", async () => {
+    const run = await sb.pu(["send", "ag-zzzzzzzz", "--keys", "C-c Frob"]);
+    expectOneLineError(run, 2, /unknown key name "Frob"; valid keys: .*Enter/);
+  });
+
+  it("an unknown command and a missing argument are usage errors (exit 2)", async () => {
+    expectOneLineError(await sb.pu(["frobnicate"]), 2, /unknown command "frobnicate"/);
+    expectOneLineError(await sb.pu(["logs"]), 2, /pu logs --help/);
+  });
+
+  it("a corrupt manifest exits 1 naming the file, and is left byte for byte as it was", async () => {
+    const manifest = path.join(sb.root, ".pu", "manifest.json");
+    const good = readFileSync(manifest);
+    const corrupt = Buffer.from('{"version": 1, "projectRoot": ');
+    writeFileSync(manifest, corrupt);
+    try {
+      for (const args of [["status"], ["spawn", "--agent", "terminal"], ["kill", "--all"], ["diff"]]) {
+        const run = await sb.pu(args);
+        expectOneLineError(run, 1, new RegExp(`manifest ${manifest.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON`));
+      }
+      expect(readFileSync(manifest).equals(corrupt), "the corrupt manifest is untouched").toBe(true);
+
+      // Valid JSON with a field of the wrong shape names the field path too.
+      const wrongShape = Buffer.from(JSON.stringify({ ...JSON.parse(good.toString()), agents: { "ag-aaaaaaaa": { id: "ag-aaaaaaaa", status: "running" } } }));
+      writeFileSync(manifest, wrongShape);
+      expectOneLineError(await sb.pu(["status"]), 1, /manifest .*manifest\.json is invalid: agents\.ag-aaaaaaaa\.name/);
+      expect(readFileSync(manifest).equals(wrongShape)).toBe(true);
+    } finally {
+      writeFileSync(manifest, good);
+    }
+    await sb.status();
+  });
+});
