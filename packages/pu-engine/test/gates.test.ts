@@ -1,40 +1,21 @@
 // Git-hook gates: pre_commit triggers block commits in pu's worktrees (through the real
 // hook scripts the daemon installs and a real `git commit`), never in the main checkout.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
-import * as os from "node:os";
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, startTestDaemon, trackAgentPid, trackTempDir } from "./helpers/daemon.js";
+import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, startTestDaemon, trackAgentPid } from "./helpers/daemon.js";
 import { runGit } from "./helpers/git-repo.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const IPC_CLIENT = path.resolve(here, "../../pu-ipc/dist/client.js");
-
-// The hooks call `<node> <PU_CLI_BIN> gate pre-commit`. pu-cli's `gate` command is being
-// written alongside this; until it lands, this stand-in speaks the same request over the
-// real socket, so the hook script and the daemon are what is under test here.
-const GATE_CLIENT = `import { connectClient } from ${JSON.stringify(IPC_CLIENT)};
-import { join } from "node:path";
-const [command, hook] = process.argv.slice(2);
-if (command !== "gate") { console.error("unexpected command " + command); process.exit(2); }
-const client = await connectClient({ socketPath: join(process.env.PU_HOME, "daemon.sock"), clientName: "gate-hook" });
-const result = await client.request("gate", { projectRoot: process.env.PU_PROJECT_ROOT, event: hook.replace("-", "_"), cwd: process.cwd() });
-client.close();
-if (!result.passed) {
-  for (const run of result.runs) process.stderr.write(run.command + " exited " + run.exitCode + ":\\n" + run.outputTail);
-  process.exit(1);
-}
-`;
+// The hooks call `<node> <PU_CLI_BIN> gate pre-commit`: the real pu CLI (built dist, as
+// `pnpm build` leaves it), so hook script, CLI and daemon are all under test here.
+const PU_CLI_BIN = path.resolve(here, "../../pu-cli/bin/pu");
 
 let savedCliBin: string | undefined;
 beforeEach(() => {
   savedCliBin = process.env.PU_CLI_BIN;
-  const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), "pu-gate-cli-")));
-  trackTempDir(dir);
-  const bin = path.join(dir, "gate-cli.mjs");
-  writeFileSync(bin, GATE_CLIENT);
-  process.env.PU_CLI_BIN = bin;
+  process.env.PU_CLI_BIN = PU_CLI_BIN;
 });
 afterEach(async () => {
   if (savedCliBin === undefined) delete process.env.PU_CLI_BIN;
@@ -79,6 +60,7 @@ describe("git-hook gates", () => {
     const blocked = commit(worktree, "forbidden.txt", "add the forbidden file");
     expect(blocked.ok).toBe(false);
     expect(blocked.ok ? "" : blocked.stderr).toContain("forbidden.txt must not be committed");
+    expect(blocked.ok ? "" : blocked.stderr).toContain("pu: commit blocked by 1 failing pre-commit gate");
     expect(runGit(worktree, ["log", "--oneline"]).split("\n")).toHaveLength(1);
 
     runGit(worktree, ["rm", "-q", "--cached", "forbidden.txt"]);
