@@ -66,6 +66,12 @@ function frameId(frame: Frame): FrameId {
   return typeof id === "number" || typeof id === "string" ? id : null;
 }
 
+/** A peer's value quoted for an error message, cut short: the reply must stay small whatever was sent. */
+function quote(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 80 ? `${text.slice(0, 80)}…` : text;
+}
+
 function describeIssues(type: string, issues: readonly { path: PropertyKey[]; message: string }[]): string {
   const parts = issues.slice(0, 3).map((issue) => {
     const path = issue.path.map(String).join(".");
@@ -163,7 +169,7 @@ class Connection implements ConnectionContext {
       return;
     }
     if (!this.greeted) {
-      this.refuse(id, "PROTOCOL_MISMATCH", `the first frame must be hello, got ${JSON.stringify(String(type))}`);
+      this.refuse(id, "PROTOCOL_MISMATCH", `the first frame must be hello, got ${quote(String(type))}`);
       return;
     }
     if (id === null) {
@@ -171,7 +177,7 @@ class Connection implements ConnectionContext {
       return;
     }
     if (typeof type !== "string" || !Object.hasOwn(RequestSchemas, type)) {
-      this.replyError(id, "INVALID_ARGUMENT", `unknown request type ${JSON.stringify(type ?? null)}`);
+      this.replyError(id, "INVALID_ARGUMENT", `unknown request type ${quote(type ?? null)}`);
       return;
     }
     const parsed = RequestSchemas[type as RequestType].safeParse(frame);
@@ -189,7 +195,7 @@ class Connection implements ConnectionContext {
       this.refuse(
         id,
         "PROTOCOL_MISMATCH",
-        `pu daemon ${DAEMON_VERSION} speaks protocol ${PROTOCOL_VERSION}, the client sent protocol ${JSON.stringify(theirs ?? null)}`,
+        `pu daemon ${DAEMON_VERSION} speaks protocol ${PROTOCOL_VERSION}, the client sent protocol ${quote(theirs ?? null)}`,
       );
       return;
     }
@@ -206,7 +212,7 @@ class Connection implements ConnectionContext {
   private async dispatch(req: RequestOf<RequestType>, id: number | string): Promise<void> {
     const handler = this.handlers[req.type] as Handler<RequestType> | undefined;
     if (!handler) {
-      this.replyError(id, "INVALID_ARGUMENT", `unsupported request ${JSON.stringify(req.type)}`);
+      this.replyError(id, "INVALID_ARGUMENT", `unsupported request ${quote(req.type)}`);
       return;
     }
     let result: unknown;
@@ -237,7 +243,8 @@ class Connection implements ConnectionContext {
   }
 
   private replyError(id: FrameId, code: ErrorCode, message: string): void {
-    const frame: ErrorFrame = { type: "error", id, code, message };
+    // An id the protocol does not allow (over 128 chars) is not echoed: it could push the reply past the frame limit.
+    const frame: ErrorFrame = { type: "error", id: typeof id === "string" && id.length > 128 ? null : id, code, message };
     this.write(frame);
   }
 
