@@ -177,7 +177,10 @@ export class PuSandbox {
 
   /** Runs `pu ARGS --json`, expects exit 0 and returns the parsed document. */
   async puJson<T = unknown>(args: string[], options?: RunOptions): Promise<T> {
-    const run = await this.pu([...args, "--json"], options);
+    // Before any `--`: what follows it is passed through to the agent.
+    const dashDash = args.indexOf("--");
+    const withJson = dashDash < 0 ? [...args, "--json"] : [...args.slice(0, dashDash), "--json", ...args.slice(dashDash)];
+    const run = await this.pu(withJson, options);
     if (run.code !== 0) {
       throw new Error(`pu ${args.join(" ")} --json exited ${run.code}: ${run.stderr.trim() || run.stdout.trim()}`);
     }
