@@ -51,7 +51,7 @@ describe("pu gate", () => {
       expect(r.code).toBe(1);
       expect(r.stdout).toBe("");
       const lines = r.stderr.trimEnd().split("\n");
-      expect(lines[0]).toMatch(/^pu: pre-commit gate `if \[ -e forbidden\.txt \].*` \(trigger no-forbidden\) exited 1 after \d+\.\ds$/);
+      expect(lines[0]).toMatch(/^pu: pre-commit gate `if \[ -e forbidden\.txt \].*` \(trigger no-forbidden\) exited 1 \(expected 0\) after \d+\.\ds$/);
       expect(lines[1]).toBe("forbidden.txt must not be committed");
       expect(lines[2]).toBe("pu: commit blocked by 1 failing pre-commit gate");
 
@@ -64,6 +64,27 @@ describe("pu gate", () => {
       expect((await p.run(["gate", "pre-commit", "--cwd", worktree], { cwd: p.repo })).code).toBe(1);
     } finally {
       rmSync(path.join(worktree, "forbidden.txt"));
+    }
+  });
+
+  it("judges each gate by its expect_exit: a gate that wants exit 1 fails on exit 0, and only it is reported", async () => {
+    const wantsFailure = `on: pre_commit
+sequence:
+  - gate: { run: "test -e must-be-absent.txt", expect_exit: 1 }
+  - gate: { run: "true" }
+`;
+    expect((await p.run(["trigger", "create", "wants-failure", "-"], { input: wantsFailure })).code).toBe(0);
+    try {
+      expect((await p.run(["gate", "pre-commit"], { cwd: worktree })).code).toBe(0);
+      writeFileSync(path.join(worktree, "must-be-absent.txt"), "x\n");
+      const r = await p.run(["gate", "pre-commit"], { cwd: worktree });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/gate `test -e must-be-absent\.txt` \(trigger wants-failure\) exited 0 \(expected 1\)/);
+      expect(r.stderr).not.toMatch(/gate `true`/);
+      expect(r.stderr).toMatch(/blocked by 1 failing pre-commit gate$/m);
+    } finally {
+      rmSync(path.join(worktree, "must-be-absent.txt"), { force: true });
+      expect((await p.run(["trigger", "delete", "wants-failure"])).code).toBe(0);
     }
   });
 

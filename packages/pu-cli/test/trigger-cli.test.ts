@@ -49,7 +49,7 @@ describe("pu trigger assign / log", () => {
     const log = await p.pu("trigger", "log", agentId);
     expect(log.code).toBe(0);
     const lines = log.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z {2}check step 1 {2}exit 3 {2}\d+(ms|\.\ds)$/);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z {2}check step 1 {2}failed \(exit 3\) {2}\d+(ms|\.\ds)$/);
     expect(lines[1]).toBe("  $ echo checking the build; exit 3");
     expect(lines[2]).toBe("  | checking the build");
 

@@ -138,13 +138,18 @@ export function gateRecordPath(projectRoot: string, key: string): string {
   return path.join(gatesDir(projectRoot), `${key}.jsonl`);
 }
 
-export function toGateRun(outcome: GateOutcome, fields: { agentId: string; triggerName: string; seqIndex: number }): GateRun {
+export function toGateRun(
+  outcome: GateOutcome,
+  fields: { agentId: string; triggerName: string; seqIndex: number; expectedExit: number },
+): GateRun {
   return {
     agentId: fields.agentId,
     triggerName: fields.triggerName,
     seqIndex: fields.seqIndex,
     command: outcome.command,
     exitCode: outcome.exitCode,
+    expectedExit: fields.expectedExit,
+    passed: !outcome.timedOut && outcome.exitCode === fields.expectedExit,
     timedOut: outcome.timedOut,
     durationMs: outcome.durationMs,
     outputTail: outcome.output,

@@ -162,12 +162,11 @@ export async function runHookGates(state: EngineState, root: string, event: Hook
         timeoutSeconds: action.gate.timeout_seconds,
         env: { PU_PROJECT_ROOT: root, PU_TRIGGER: trigger.name, PU_GATE_EVENT: event },
       });
-      const run = toGateRun(outcome, { agentId: HOOK_RECORD_AGENT, triggerName: trigger.name, seqIndex });
+      const run = toGateRun(outcome, { agentId: HOOK_RECORD_AGENT, triggerName: trigger.name, seqIndex, expectedExit: action.gate.expect_exit });
       await appendGateRun(root, `hook-${event}`, run).catch((err: unknown) =>
         state.log.event("gate_record_failed", { projectRoot: root, event, error: err }),
       );
-      const passed = !outcome.timedOut && outcome.exitCode === action.gate.expect_exit;
-      if (!passed) result.passed = false;
+      if (!run.passed) result.passed = false;
       const { agentId: _agentId, seqIndex: _seqIndex, ...reported } = run;
       result.runs.push(reported);
     }

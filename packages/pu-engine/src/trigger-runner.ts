@@ -253,12 +253,16 @@ export class TriggerRunner {
       if (run.gate === abort) run.gate = undefined;
     }
     if (outcome.aborted) return false; // the agent exited: leave the state as persisted
-    await appendGateRun(
-      live.projectRoot,
-      live.agentId,
-      toGateRun(outcome, { agentId: live.agentId, triggerName: trigger.name, seqIndex: expected.seqIndex }),
-    ).catch((err: unknown) => this.state.log.event("gate_record_failed", { agentId: live.agentId, error: err }));
-    const passed = !outcome.timedOut && outcome.exitCode === gate.expect_exit;
+    const record = toGateRun(outcome, {
+      agentId: live.agentId,
+      triggerName: trigger.name,
+      seqIndex: expected.seqIndex,
+      expectedExit: gate.expect_exit,
+    });
+    await appendGateRun(live.projectRoot, live.agentId, record).catch((err: unknown) =>
+      this.state.log.event("gate_record_failed", { agentId: live.agentId, error: err }),
+    );
+    const passed = record.passed;
     this.state.log.event("gate", {
       projectRoot: live.projectRoot,
       agentId: live.agentId,

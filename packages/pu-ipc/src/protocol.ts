@@ -342,6 +342,10 @@ export interface GateRun {
   seqIndex: number;
   command: string;
   exitCode: number | null;
+  /** The exit code the gate asks for (`expect_exit`). */
+  expectedExit: number;
+  /** Exited with expectedExit, in time. */
+  passed: boolean;
   timedOut: boolean;
   durationMs: number;
   outputTail: string;

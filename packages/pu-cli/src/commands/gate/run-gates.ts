@@ -31,12 +31,8 @@ export function gateProjectRoot(dir: string, flag: string | undefined, env: Node
   return resolveProjectRoot({ env: {}, cwd: dir });
 }
 
-/** Runs that did not pass. The result has no per-run verdict, so a non-zero exit or a timeout marks one. */
 export function failingRuns(result: GateResult): GateResult["runs"] {
-  if (result.passed) return [];
-  const failing = result.runs.filter((run) => run.timedOut || run.exitCode !== 0);
-  // A gate expecting a non-zero exit can fail with 0; then show them all rather than none.
-  return failing.length > 0 ? failing : result.runs;
+  return result.runs.filter((run) => !run.passed);
 }
 
 export abstract class GateCommand extends PuCommand {
@@ -59,7 +55,7 @@ export abstract class GateCommand extends PuCommand {
     const hook = this.event.replace("_", "-");
     const failing = failingRuns(result);
     for (const run of failing) {
-      const outcome = run.timedOut ? "timed out" : run.exitCode === null ? "was killed" : `exited ${run.exitCode}`;
+      const outcome = run.timedOut ? "timed out" : run.exitCode === null ? "was killed" : `exited ${run.exitCode} (expected ${run.expectedExit})`;
       writeNote(`pu: ${hook} gate \`${run.command}\` (trigger ${run.triggerName}) ${outcome} after ${(run.durationMs / 1000).toFixed(1)}s`);
       const tail = run.outputTail.replace(/\s+$/, "");
       if (tail !== "") writeNote(tail);

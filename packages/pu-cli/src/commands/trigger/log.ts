@@ -38,9 +38,14 @@ export default class TriggerLogCommand extends PuCommand {
   }
 }
 
-export function describeGateRun(run: Pick<GateRun, "startedAt" | "triggerName" | "command" | "exitCode" | "timedOut" | "durationMs" | "outputTail"> & { seqIndex?: number }): string[] {
+export function describeGateRun(
+  run: Pick<GateRun, "startedAt" | "triggerName" | "command" | "exitCode" | "passed" | "timedOut" | "durationMs" | "outputTail"> & {
+    seqIndex?: number;
+  },
+): string[] {
   const step = run.seqIndex === undefined ? "" : ` step ${run.seqIndex + 1}`;
-  const outcome = run.timedOut ? "timed out" : run.exitCode === null ? "killed" : `exit ${run.exitCode}`;
+  const verdict = run.passed ? "passed" : "failed";
+  const outcome = `${verdict} (${run.timedOut ? "timed out" : run.exitCode === null ? "killed" : `exit ${run.exitCode}`})`;
   const lines = [`${run.startedAt}  ${run.triggerName}${step}  ${outcome}  ${formatDuration(run.durationMs)}`, `  $ ${run.command}`];
   const tail = run.outputTail.replace(/\s+$/, "").split("\n").slice(-TAIL_LINES);
   if (tail.length > 1 || tail[0] !== "") for (const line of tail) lines.push(`  | ${line}`);
