@@ -63,6 +63,8 @@ export const VIEWER_MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 export const ACTIVITY_SAMPLE_MS = 50;
 /** While output streams, viewers are fed at most once per this many ms (see scheduleViewerPump). */
 export const VIEWER_BATCH_MS = 4;
+/** A PTY read smaller than this means the agent is not flooding: it goes out at once. */
+export const VIEWER_BATCH_MIN_READ_BYTES = 1024;
 
 type OutputListener = (chunk: Buffer, offset: number) => void;
 type ExitListener = (exitCode: number) => void;
@@ -260,20 +262,25 @@ export class AgentSession {
     for (const listener of this.outputListeners) {
       safely(() => listener(chunk, offset));
     }
-    this.scheduleViewerPump(now);
+    this.scheduleViewerPump(now, chunk.length);
   }
 
   /**
    * A PTY is read a few KiB at a time; sending each read as its own event cost a frame,
-   * a socket write and a decode per 4 KiB. Output after a quiet spell goes out at once
-   * (keystroke echo is not delayed); while output keeps coming, what arrives within
-   * VIEWER_BATCH_MS goes out together. A batch never grows past one event's worth or a
-   * quarter of the ring, so waiting cannot cost an up-to-date viewer any bytes.
+   * a socket write and a decode per 4 KiB. Small reads (echo, prompts, a redrawn line)
+   * and output after a quiet spell go out at once; while large reads keep coming, what
+   * arrives within VIEWER_BATCH_MS goes out together. A batch never grows past one
+   * event's worth or a quarter of the ring, so waiting cannot cost an up-to-date viewer
+   * any bytes.
    */
-  private scheduleViewerPump(now: number): void {
+  private scheduleViewerPump(now: number, readBytes: number): void {
     if (this.viewers.size === 0) return;
     const batched = this.ring.endOffset - this.pumpedUpTo;
-    if (now - this.lastViewerPumpAt >= VIEWER_BATCH_MS || batched >= Math.min(VIEWER_CHUNK_BYTES, this.ring.capacity / 4)) {
+    if (
+      readBytes < VIEWER_BATCH_MIN_READ_BYTES ||
+      now - this.lastViewerPumpAt >= VIEWER_BATCH_MS ||
+      batched >= Math.min(VIEWER_CHUNK_BYTES, this.ring.capacity / 4)
+    ) {
       clearTimeout(this.viewerPumpTimer);
       this.viewerPumpTimer = undefined;
       this.pumpViewers(now);
