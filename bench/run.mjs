@@ -158,13 +158,16 @@ const INVESTIGATION = `## What the benchmarks found, and what was changed
   the status rules are unchanged. → 0.49×, daemon profile then mostly idle.
 - **Next: one event per 4 KiB PTY read.** Every read became its own frame,
   socket write, and client-side decode (≈ 5,000 frames per 20 MB; daemon 0.55
-  and client 0.28 cores at 27 MB/s). Fix in \`AgentSession\`: output after a
-  quiet spell is sent at once (keystroke echo is not delayed); while output
-  keeps coming, what arrives within \`VIEWER_BATCH_MS\` (4 ms) goes out as one
-  event, never more than 64 KiB or a quarter of the ring (so an up-to-date viewer
-  cannot lose bytes to the wait). Frames became ≈ 30 KiB, daemon CPU per MB
-  halved, client CPU per MB fell 4×. → 0.75–0.90× in three-run checks on a
-  loaded machine.
+  and client 0.28 cores at 27 MB/s). Fix in \`AgentSession\`: while large PTY
+  reads (≥ 1 KiB) keep coming, what arrives within \`VIEWER_BATCH_MS\` (4 ms)
+  goes out as one event, never more than 64 KiB or a quarter of the ring (so an
+  up-to-date viewer cannot lose bytes to the wait); small reads and output after
+  a quiet spell go out at once. Frames became ≈ 30 KiB, daemon CPU per MB
+  halved, client CPU per MB fell 4×. → 0.71–0.90× in three-run checks on a
+  machine that other test suites kept at a load average of 4–6 (the spread of
+  pu and of direct node-pty overlap). A first version batched by time alone and
+  the keystroke benchmark caught it: p50 went from 0.4 ms to 5 ms for keys typed
+  back to back; with the small-read rule it is back to ≈ 0.3 ms.
 - **\`pu status\` warm stays above 1.3× \`node -e 0\`.** Its cost after Node's
   own start-up, measured phase by phase in-process: clipanion ≈ 20 ms,
   pu-ipc client with msgpackr ≈ 14 ms, the status command's modules ≈ 10 ms,
@@ -172,6 +175,10 @@ const INVESTIGATION = `## What the benchmarks found, and what was changed
   single hot spot; the pu-cli owner was already trimming start-up imports, so
   this was left to them (a clipanion-free path for \`status\` would remove the
   largest share).
+- **Cold \`pu status\` ≈ 1 s**, of which the daemon needs ≈ 0.3–0.5 s to listen:
+  the CLI polls the socket with doubling back-off (25, 50, 100, 200, 400 ms), so
+  a daemon ready at 400 ms is found at 775 ms. Capping the back-off at ≈ 50 ms
+  (or waiting for a ready signal) would save most of the rest; left to pu-cli.
 - **node-pty can drop the last few KiB of a program that exits right after a
   flood of output** (Linux; microsoft/node-pty#85, #726): in the throughput runs
   both the daemon and the direct reference received 0–10 KB less than tmux for
