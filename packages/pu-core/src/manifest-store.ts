@@ -6,6 +6,7 @@
 import { mkdir, open, readFile, access } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { PuError, isPuError } from "./errors.js";
 import {
   ManifestSchema,
@@ -70,6 +71,23 @@ async function fsyncDirectory(dir: string): Promise<void> {
     }
   } catch {
     /* best effort */
+  }
+}
+
+/**
+ * proper-lockfile retries on every error, so a read-only or full `.pu/` (EROFS, ENOSPC,
+ * EACCES) would spin for the whole retry budget. Only a lock someone holds is worth
+ * waiting for; every other error fails at once.
+ */
+async function acquireLock(path: string, options: LockOptions): Promise<() => Promise<void>> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await lockfile.lock(path, options);
+    } catch (error) {
+      if (errnoCode(error) !== "ELOCKED" || attempt >= LOCK_RETRIES.retries) throw error;
+    }
+    const backoff = (1 + Math.random()) * LOCK_RETRIES.minTimeout * LOCK_RETRIES.factor ** attempt;
+    await sleep(Math.min(Math.round(backoff), LOCK_RETRIES.maxTimeout));
   }
 }
 
@@ -170,12 +188,12 @@ export class ManifestStore {
     let compromised: Error | undefined;
     let release: () => Promise<void>;
     try {
-      release = await lockfile.lock(path, {
+      release = await acquireLock(path, {
         stale: LOCK_STALE_MS,
         update: LOCK_REFRESH_MS,
         realpath: false,
         lockfilePath: lockPath(root),
-        retries: LOCK_RETRIES,
+        retries: { ...LOCK_RETRIES, retries: 0 },
         // The default handler throws from a timer and would take the daemon down.
         onCompromised: (error) => {
           compromised = error;

@@ -33,6 +33,8 @@ export interface LiveAgent {
   promptPending?: boolean;
   /** Settles once the exit has been written to the manifest (never rejects). */
   exitRecorded: Promise<void>;
+  /** Why the exit could not be written to the manifest (e.g. a read-only or full disk), once it failed. */
+  exitRecordError?: unknown;
   /** Settles once the request that started the process has written (or abandoned) its manifest entry. */
   entryWritten: Promise<void>;
 }
@@ -205,6 +207,7 @@ async function recordExit(state: EngineState, live: LiveAgent, exitCode: number)
       }
     });
   } catch (err) {
+    live.exitRecordError = err;
     state.log.event("exit_record_failed", { projectRoot: live.projectRoot, agentId: live.agentId, error: err });
   }
 }

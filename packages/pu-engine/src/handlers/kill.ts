@@ -1,4 +1,4 @@
-import { PuError } from "@pu/core/errors";
+import { isPuError, PuError } from "@pu/core/errors";
 import { listAgents, type AgentLocation, type Manifest } from "@pu/core/manifest";
 import type { KillResult, RequestOf } from "@pu/ipc/protocol";
 import { dropSession, type EngineState, type LiveAgent, type StopIntent } from "../state.js";
@@ -70,5 +70,15 @@ export async function handleKill(state: EngineState, req: RequestOf<"kill">): Pr
   }
   const { stopped } = await stopAgents(state, toStop, "kill");
   state.log.event("kill", { projectRoot: root, target: req.target, killed: stopped });
+  // The processes are gone, but the manifest still calls them alive: the caller must hear it.
+  const unrecorded = toStop.filter((live) => live.exitRecordError !== undefined);
+  const cause = unrecorded[0]?.exitRecordError;
+  if (cause !== undefined) {
+    const ids = unrecorded.map((live) => live.agentId).join(", ");
+    const detail = cause instanceof Error ? cause.message : String(cause);
+    throw new PuError(isPuError(cause) ? cause.code : "IO_ERROR", `stopped ${ids}, but could not record it in the manifest: ${detail}`, {
+      cause,
+    });
+  }
   return { killed: stopped, skipped };
 }
