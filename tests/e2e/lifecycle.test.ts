@@ -102,8 +102,9 @@ describe("pu lifecycle end to end", { timeout: 120_000 }, () => {
   it('send --keys "C-c" interrupts a sleep in a terminal agent', async () => {
     // The shell prompt: "$ ", or "# " when the tests run as root.
     await sb.waitForLogs(terminalAgent, /[$#] $/);
-    await sb.ok(["send", terminalAgent, "sleep 300"]);
-    await sb.waitForLogs(terminalAgent, "sleep 300");
+    // "sleeping-5" only shows once the shell runs the line, so the sleep is surely under way.
+    await sb.ok(["send", terminalAgent, "echo sleeping-$((2+3)); sleep 300"]);
+    await sb.waitForLogs(terminalAgent, /\nsleeping-5\r?\n/);
     await sb.ok(["send", terminalAgent, "--keys", "C-c"]);
     // Only a shell that got its prompt back evaluates this; the typed text alone never shows "after-2".
     await sb.ok(["send", terminalAgent, "echo after-$((1+1))"]);

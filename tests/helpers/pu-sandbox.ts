@@ -171,7 +171,7 @@ export class PuSandbox {
   /** Runs `pu ARGS`, expects exit 0 (the error names the command and its stderr) and returns stdout. */
   async ok(args: string[], options?: RunOptions): Promise<string> {
     const run = await this.pu(args, options);
-    if (run.code !== 0) throw new Error(`pu ${args.join(" ")} exited ${run.code}: ${run.stderr.trim() || run.stdout.trim()}`);
+    if (run.code !== 0) throw new Error(`pu ${args.join(" ")} exited ${run.code}: ${run.stderr.trim() || run.stdout.trim()}${this.daemonLogTail(run)}`);
     return run.stdout;
   }
 
@@ -182,11 +182,21 @@ export class PuSandbox {
     const withJson = dashDash < 0 ? [...args, "--json"] : [...args.slice(0, dashDash), "--json", ...args.slice(dashDash)];
     const run = await this.pu(withJson, options);
     if (run.code !== 0) {
-      throw new Error(`pu ${args.join(" ")} --json exited ${run.code}: ${run.stderr.trim() || run.stdout.trim()}`);
+      throw new Error(`pu ${args.join(" ")} --json exited ${run.code}: ${run.stderr.trim() || run.stdout.trim()}${this.daemonLogTail(run)}`);
     }
     const doc = JSON.parse(run.stdout) as T;
     this.notePids(doc);
     return doc;
+  }
+
+  /** When the daemon could not be reached (exit 4), the end of its log says why. */
+  private daemonLogTail(run: PuRun): string {
+    if (run.code !== 4) return "";
+    try {
+      return `\n--- end of ${path.join(this.home, "daemon.log")} ---\n${readFileSync(path.join(this.home, "daemon.log"), "utf8").slice(-3000)}`;
+    } catch {
+      return " (no daemon.log)";
+    }
   }
 
   /** `pu status --json`, remembering every agent pid it reports. */
