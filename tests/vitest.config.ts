@@ -5,7 +5,7 @@ export default defineConfig({
   test: {
     include: ["e2e/**/*.test.ts"],
     pool: "forks",
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
   },
 });
