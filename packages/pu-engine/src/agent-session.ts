@@ -7,7 +7,7 @@
  * ring: it never blocks the PTY or the other viewers, and when the ring
  * overwrites bytes it still needed it skips ahead and is told so.
  */
-import { accessSync, constants as fsConstants, statSync } from "node:fs";
+import { accessSync, constants as fsConstants, readSync, statSync } from "node:fs";
 import { delimiter, isAbsolute, join, resolve } from "node:path";
 import { constants as osConstants } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -65,6 +65,15 @@ export const ACTIVITY_SAMPLE_MS = 50;
 export const VIEWER_BATCH_MS = 4;
 /** A PTY read smaller than this means the agent is not flooding: it goes out at once. */
 export const VIEWER_BATCH_MIN_READ_BYTES = 1024;
+/**
+ * When the agent has exited but something it started still holds the terminal open,
+ * its exit is reported once that output has been quiet this long (see holdBackClose)...
+ */
+export const EXIT_DRAIN_QUIET_MS = 2000;
+/** ...or after this long at most, however much the leftover process keeps writing. */
+export const EXIT_DRAIN_MAX_MS = 5000;
+/** Most bytes read from the PTY in one synchronous tail drain (a writer cannot keep it spinning). */
+const TAIL_DRAIN_MAX_BYTES = 4 * 1024 * 1024;
 
 type OutputListener = (chunk: Buffer, offset: number) => void;
 type ExitListener = (exitCode: number) => void;
@@ -91,6 +100,8 @@ export class AgentSession {
   private readonly exitListeners = new Set<ExitListener>();
   private readonly viewers = new Set<RingViewer>();
   private resolveExited!: (code: number) => void;
+  /** Whether the PTY's last bytes are read before node-pty closes it (see guardPtyTail). */
+  private readonly tailGuarded: boolean;
 
   private constructor(
     private readonly term: pty.IPty,
@@ -107,6 +118,7 @@ export class AgentSession {
     this.exited = new Promise((resolveExited) => (this.resolveExited = resolveExited));
     // With encoding null node-pty hands us Buffers; its typings still say string.
     term.onData((data: string | Buffer) => this.handleData(typeof data === "string" ? Buffer.from(data) : data));
+    this.tailGuarded = this.guardPtyTail(term);
     term.onExit(({ exitCode, signal }) => {
       this.ptyClosed = true;
       void this.handleExit(signal ? 128 + signal : exitCode);
@@ -299,13 +311,103 @@ export class AgentSession {
     for (const viewer of this.viewers) viewer.pump();
   }
 
+  /**
+   * node-pty reports the exit only once its read stream over the PTY has closed, but
+   * that stream can close with output still unread, which is then lost for good:
+   * - libuv takes a hang-up plus a read shorter than its buffer for end of file,
+   *   and a PTY hands out at most 4 KiB per read, so when a flooding agent exits the
+   *   last few KiB are still in the kernel (node-pty issues #85 / #726);
+   * - node-pty closes the stream itself 200 ms after the exit if it has not ended,
+   *   which also cuts off a background job still writing to the terminal.
+   * Both go through the stream's destroy(), so that is where the rest is read: the
+   * file descriptor is still open there, and once the terminal's other side is shut
+   * a read returns what is left and then EIO. While a leftover process still holds
+   * the terminal open, the close is held back (see holdBackClose).
+   * Returns false when node-pty's internals are not as expected (the tail is then
+   * only waited for, as best effort, in handleExit).
+   */
+  private guardPtyTail(term: pty.IPty): boolean {
+    const internals = term as unknown as { _socket?: Partial<PtyReadStream>; fd?: unknown };
+    const socket = internals._socket;
+    const fd = internals.fd;
+    if (!socket || typeof socket.destroy !== "function" || typeof fd !== "number") return false;
+    const stream = socket as PtyReadStream;
+    const destroy = stream.destroy.bind(stream);
+    let cancelHold: (() => void) | undefined;
+    const close = (args: unknown[]): unknown => {
+      cancelHold?.();
+      cancelHold = undefined;
+      this.readPtyTail(fd);
+      return destroy(...args);
+    };
+    stream.destroy = (...args: unknown[]): unknown => {
+      if (stream.destroyed) return destroy(...args);
+      const terminalHeld = this.readPtyTail(fd) === "held";
+      // Only node-pty's own close-after-exit comes while the stream is still live: an
+      // end of file or a read error (an argument) means nothing more can come.
+      if (!terminalHeld || stream.readableEnded || args.length > 0) return close(args);
+      cancelHold ??= this.holdBackClose(() => close(args));
+      return stream;
+    };
+    return true;
+  }
+
+  /**
+   * The agent has exited but a process it left behind (one that ignores the hang-up,
+   * or a job-control shell's background job) still has the terminal open: its output
+   * is taken for as long as it keeps coming, then `close` is called once output has
+   * been quiet for EXIT_DRAIN_QUIET_MS, and at the latest after EXIT_DRAIN_MAX_MS, so
+   * such a process delays the agent's exit a little but never holds it back for ever.
+   * Returns a function that cancels the hold (the stream ended by itself).
+   */
+  private holdBackClose(close: () => void): () => void {
+    const heldSince = Date.now();
+    let timer: NodeJS.Timeout;
+    const check = () => {
+      const now = Date.now();
+      const quietSince = Math.max(this.lastDataAt, heldSince);
+      if (now - quietSince >= EXIT_DRAIN_QUIET_MS || now - heldSince >= EXIT_DRAIN_MAX_MS) close();
+      else timer = setTimeout(check, 100);
+    };
+    timer = setTimeout(check, 100);
+    return () => clearTimeout(timer);
+  }
+
+  /**
+   * Reads whatever the kernel still holds for the PTY straight into the ring. Returns
+   * "held" when some process still has the terminal open (more may come later),
+   * "shut" when the other side is closed and everything has been read.
+   */
+  private readPtyTail(fd: number): "held" | "shut" {
+    const buf = Buffer.allocUnsafe(64 * 1024);
+    let total = 0;
+    while (total < TAIL_DRAIN_MAX_BYTES) {
+      let n: number;
+      try {
+        n = readSync(fd, buf, 0, buf.length, null);
+      } catch (err) {
+        // EAGAIN: nothing right now, and some process still has the terminal open.
+        // EIO (or EBADF once closed): the other side is gone and nothing is left.
+        return (err as NodeJS.ErrnoException).code === "EAGAIN" ? "held" : "shut";
+      }
+      if (n === 0) return "shut";
+      total += n;
+      this.handleData(Buffer.from(buf.subarray(0, n)));
+    }
+    return "held";
+  }
+
   private async handleExit(code: number): Promise<void> {
-    // node-pty can report the exit before the last read from the PTY has been
-    // delivered; wait for the data to go quiet so the tail lands in the ring first.
-    const drainUntil = Date.now() + 250;
-    do {
-      await sleep(20);
-    } while (Date.now() - this.lastDataAt < 20 && Date.now() < drainUntil);
+    if (!this.tailGuarded) {
+      // Without the guard node-pty can close the PTY before its last output has been
+      // read; waiting for the data to go quiet at least saves what is already in flight.
+      const drainUntil = Date.now() + 250;
+      do {
+        await sleep(20);
+      } while (Date.now() - this.lastDataAt < 20 && Date.now() < drainUntil);
+    }
+    clearTimeout(this.viewerPumpTimer);
+    this.viewerPumpTimer = undefined;
     this._exitCode = code;
     this.resolveExited(code);
     for (const listener of this.exitListeners) {
@@ -405,6 +507,13 @@ class RingViewer implements Viewer {
       this.pump();
     });
   }
+}
+
+/** The part of node-pty's read stream over the PTY (a tty.ReadStream) that guardPtyTail relies on. */
+interface PtyReadStream {
+  destroy: (...args: unknown[]) => unknown;
+  readonly destroyed: boolean;
+  readonly readableEnded: boolean;
 }
 
 function safely(fn: () => void): void {
