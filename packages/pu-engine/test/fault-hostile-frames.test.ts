@@ -37,10 +37,14 @@ function runConnection(socketPath: string, plan: HostileConnectionPlan, rng: Prn
     const outcome: Outcome = { replies: [], closedByDaemon: false, sentinelAnswered: null };
     const wantsSentinel = plan.sayHello && !plan.broken;
     if (wantsSentinel) outcome.sentinelAnswered = false;
+    // Without hello the daemon must refuse and hang up by itself, however loaded it is.
+    const first = plan.frames[0];
+    const awaitsRefusal = !plan.sayHello && first !== undefined && !first.fatal && first.kind !== "second-hello";
+    const waitsForDaemon = wantsSentinel || awaitsRefusal;
     let done = false;
     let idleTimer: NodeJS.Timeout | undefined;
     // A sentinel must come back; a broken connection ends on the daemon's close or a quiet spell.
-    const hardTimer = setTimeout(() => finish(), wantsSentinel ? 20_000 : 5_000);
+    const hardTimer = setTimeout(() => finish(), waitsForDaemon ? 20_000 : 5_000);
     const finish = () => {
       if (done) return;
       done = true;
@@ -50,7 +54,7 @@ function runConnection(socketPath: string, plan: HostileConnectionPlan, rng: Prn
       resolve(outcome);
     };
     const armIdle = () => {
-      if (wantsSentinel) return;
+      if (waitsForDaemon) return;
       if (idleTimer) clearTimeout(idleTimer);
       idleTimer = setTimeout(finish, 250);
     };
@@ -88,6 +92,23 @@ function runConnection(socketPath: string, plan: HostileConnectionPlan, rng: Prn
     });
   });
 }
+
+describe("frame reassembly", () => {
+  it("decodes the same frames however the byte stream is cut in two", () => {
+    const frames = [
+      { type: "health", id: 1 },
+      { type: "logs", id: 2, agentId: "ag-abcdefgh", tail: 10 },
+      { type: "input", id: 3, agentId: "ag-abcdefgh", data: Buffer.alloc(300, 0x61) },
+    ];
+    const stream = Buffer.concat(frames.map((f) => encodeFrame(f)));
+    // Cuts right after a length prefix once left the decoder reading a body as a header.
+    for (let cut = 1; cut < stream.length; cut++) {
+      const decoder = new FrameDecoder();
+      const got = [...decoder.push(stream.subarray(0, cut)), ...decoder.push(stream.subarray(cut))];
+      expect(got.map((f) => f.id), `cut at ${cut}`).toEqual([1, 2, 3]);
+    }
+  });
+});
 
 describe("hostile frames", () => {
   it(`survive ${TOTAL_FRAMES} random and adversarial frames`, async () => {
@@ -149,7 +170,9 @@ describe("hostile frames", () => {
         const sentinelId = `sentinel-${w}-${connections}`;
         const outcome = await runConnection(daemon.socketPath, plan, rng, sentinelId);
         if (outcome.sentinelAnswered === false) {
-          problems.push(`${sentinelId}: no health reply after ${plan.frames.map((f) => f.kind).join(",")}`);
+          problems.push(
+            `${sentinelId}: no health reply (${outcome.closedByDaemon ? "closed by the daemon" : "timed out"}; ${outcome.replies.length} replies) after ${plan.frames.map((f) => f.kind).join(",")}`,
+          );
         }
         for (const reply of outcome.replies) {
           if (reply.type === "undecodable-reply") problems.push(`${sentinelId}: ${String(reply.message)}`);

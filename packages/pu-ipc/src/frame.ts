@@ -88,7 +88,8 @@ export class FrameDecoder {
     if (this.failed) throw new FrameError("frame decoder is unusable after an earlier error");
     const frames: Record<string, unknown>[] = [];
     try {
-      if (this.chunks.length === 0) {
+      // A header already taken (bodyLength >= 0) leaves nothing buffered but its body still pending.
+      if (this.chunks.length === 0 && this.bodyLength < 0) {
         // Common case: nothing buffered, so whole frames are decoded straight out of the chunk.
         const rest = this.decodeWholeFrames(chunk, frames);
         if (rest === chunk.length) return frames;
