@@ -113,21 +113,51 @@ export async function startDaemonProcess(home: string): Promise<number | undefin
   }
 }
 
-/** Retries the connection with backoff until the daemon answers or `timeoutMs` passes. */
-export async function waitForDaemon(home: string, timeoutMs: number): Promise<Client> {
-  const deadline = Date.now() + timeoutMs;
-  let delay = 25;
+// Polled this often while the daemon starts: a connect attempt to a missing socket costs well
+// under a millisecond, and doubling waits used to find a daemon ready at 400 ms only at ~775 ms.
+const START_POLL_MS = 25;
+// Recovery (stopping agents no manifest records, which may ignore SIGTERM) runs before the
+// daemon listens and can hold the socket back for up to ~7 s: a daemon whose pid file names a
+// live process is given this long before the CLI gives up on it.
+const RECOVERING_TIMEOUT_MS = 15_000;
+
+/**
+ * Polls until the daemon answers. Gives up after `timeoutMs`, or after `recoveringTimeoutMs`
+ * (the longer one) while `$PU_HOME/daemon.pid` names a live process still getting ready.
+ */
+export async function waitForDaemon(
+  home: string,
+  timeoutMs: number,
+  recoveringTimeoutMs: number = Math.max(timeoutMs, RECOVERING_TIMEOUT_MS),
+): Promise<Client> {
+  const started = Date.now();
+  let startingPid: number | undefined;
   for (;;) {
     const client = await tryConnectDaemon(home);
     if (client) return client;
-    if (Date.now() + delay > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 2, 400);
+    const waited = Date.now() - started;
+    if (waited + START_POLL_MS > timeoutMs) {
+      startingPid = livingDaemonPid(home);
+      if (startingPid === undefined || waited + START_POLL_MS > recoveringTimeoutMs) break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, START_POLL_MS));
+  }
+  if (startingPid !== undefined) {
+    throw new PuError(
+      "DAEMON_UNAVAILABLE",
+      `pu daemon (pid ${startingPid}) is running but did not answer within ${Math.round(recoveringTimeoutMs / 1000)}s ` +
+        `(it may still be recovering projects); see ${logPath(home)}`,
+    );
   }
   throw new PuError(
     "DAEMON_UNAVAILABLE",
     `pu daemon did not start within ${Math.round(timeoutMs / 1000)}s; see ${logPath(home)}`,
   );
+}
+
+function livingDaemonPid(home: string): number | undefined {
+  const pid = readDaemonPid(home);
+  return pid !== undefined && isProcessAlive(pid) ? pid : undefined;
 }
 
 /** The pid recorded in `$PU_HOME/daemon.pid`, whatever shape the daemon wrote it in. */
