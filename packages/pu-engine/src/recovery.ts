@@ -1,9 +1,14 @@
-import { listAgents, type AgentEntry } from "@pu/core/manifest";
+import { readdirSync, statSync } from "node:fs";
+import path from "node:path";
+import { isWorktreeId } from "@pu/core/ids";
+import { listAgents, type AgentEntry, type Manifest, type WorktreeEntry } from "@pu/core/manifest";
+import { worktreesDir } from "@pu/core/paths";
 import { isAlive as isAliveStatus } from "@pu/core/status";
 import { loadConfig, resolveAgentType } from "@pu/core/config";
 import { isSameProcess, terminateProcessGroup } from "./process-info.js";
 import { nowIso, type EngineState } from "./state.js";
 import { findStrayAgents } from "./stray-agents.js";
+import { listGitWorktrees } from "./worktrees.js";
 
 export const LOST_ERROR = "lost: the daemon stopped while it was running";
 
@@ -64,9 +69,53 @@ async function stopStrayAgents(state: EngineState): Promise<void> {
   state.log.event("recovery_strays_stopped", { strays: stopped });
 }
 
+/**
+ * A spawn cut short by a crash can leave a git worktree (and its pu/ branch) that the
+ * manifest never heard of. It is adopted as an active worktree without agents, so the
+ * user sees it in `pu status` and decides: spawn into it, merge it, or clean it.
+ */
+async function adoptUnrecordedWorktrees(state: EngineState, root: string, manifest: Manifest): Promise<void> {
+  const dir = worktreesDir(root);
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter(isWorktreeId);
+  } catch {
+    return; // no worktrees directory yet
+  }
+  const known = new Set(Object.values(manifest.worktrees).flatMap((wt) => [wt.id, path.resolve(wt.path)]));
+  const candidates = names.filter((id) => !known.has(id) && !known.has(path.join(dir, id)));
+  if (candidates.length === 0) return;
+  const registered = new Map((await listGitWorktrees(root)).map((wt) => [path.resolve(wt.path), wt.branch]));
+  const adopted: WorktreeEntry[] = [];
+  for (const id of candidates) {
+    const wtPath = path.join(dir, id);
+    const branch = registered.get(wtPath);
+    // Half-made directories git does not know are left alone (and logged) rather than guessed at.
+    if (!branch?.startsWith("pu/")) {
+      state.log.event("recovery_unknown_worktree_dir", { projectRoot: root, path: wtPath });
+      continue;
+    }
+    adopted.push({
+      id,
+      name: branch.slice("pu/".length),
+      path: wtPath,
+      branch,
+      status: "active",
+      agents: {},
+      createdAt: statSync(wtPath).mtime.toISOString(),
+    });
+  }
+  if (adopted.length === 0) return;
+  await state.store.update(root, (m) => {
+    for (const wt of adopted) m.worktrees[wt.id] ??= wt;
+  });
+  state.log.event("recovery_adopted_worktrees", { projectRoot: root, worktrees: adopted.map((wt) => wt.id) });
+}
+
 async function recoverProject(state: EngineState, root: string): Promise<void> {
   // Read first: a project with nothing to reconcile is not rewritten.
   const manifest = await state.store.read(root);
+  await adoptUnrecordedWorktrees(state, root, manifest);
   const stale = listAgents(manifest).filter(({ agent }) => isAliveStatus(agent.status) && !agent.suspended);
   if (stale.length === 0) return;
 

@@ -533,15 +533,30 @@ async function uncommittedFiles(
   return withStatus ? files : files.map(({ file }) => file);
 }
 
+export interface GitWorktree {
+  path: string;
+  /** Short branch name; null for a detached checkout. */
+  branch: string | null;
+}
+
+/** Every checkout git knows for the repository, the main one first. */
+export async function listGitWorktrees(projectRoot: string): Promise<GitWorktree[]> {
+  const out = await gitOrFail(projectRoot, ["worktree", "list", "--porcelain", "-z"], "cannot list git worktrees");
+  const worktrees: GitWorktree[] = [];
+  for (const field of out.split("\0")) {
+    if (field.startsWith("worktree ")) worktrees.push({ path: field.slice("worktree ".length), branch: null });
+    else if (field.startsWith("branch refs/heads/")) {
+      const last = worktrees[worktrees.length - 1];
+      if (last) last.branch = field.slice("branch refs/heads/".length);
+    }
+  }
+  return worktrees;
+}
+
 /** The directory where `branch` is checked out, if any worktree of the repository has it. */
 async function findCheckout(projectRoot: string, branch: string): Promise<string | null> {
-  const out = await gitOrFail(projectRoot, ["worktree", "list", "--porcelain", "-z"], "cannot list git worktrees");
-  let current: string | null = null;
-  for (const field of out.split("\0")) {
-    if (field.startsWith("worktree ")) current = field.slice("worktree ".length);
-    else if (field === `branch refs/heads/${branch}` && current && existsSync(current)) return current;
-  }
-  return null;
+  const found = (await listGitWorktrees(projectRoot)).find((wt) => wt.branch === branch && existsSync(wt.path));
+  return found?.path ?? null;
 }
 
 interface MergeRequest {

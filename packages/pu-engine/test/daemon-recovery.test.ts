@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseManifest } from "@pu/core/manifest";
 import {
@@ -7,6 +7,7 @@ import {
   isProcessAlive,
   makeProject,
   manifestAgent,
+  readManifest,
   startTestDaemon,
   trackAgentPid,
   waitFor,
@@ -83,5 +84,29 @@ describe("recovery after a daemon crash", () => {
     await startTestDaemon(daemon.home);
     expect(isProcessAlive(process.pid)).toBe(true);
     expect(manifestAgent(repo.root, spawned.agentId)).toMatchObject({ status: "broken", pid: process.pid });
+  });
+  it("adopts a pu worktree a crashed spawn left unrecorded, and leaves unknown directories alone", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    // What a spawn cut short between `git worktree add` and its manifest write leaves behind.
+    const orphan = path.join(repo.root, ".pu", "worktrees", "wt-orphan01");
+    repo.git(["worktree", "add", "-q", "-b", "pu/half-done", orphan, "main"]);
+    const stray = path.join(repo.root, ".pu", "worktrees", "wt-stray001");
+    mkdirSync(stray);
+    await daemon.crash();
+
+    const second = await startTestDaemon(daemon.home);
+    const adopted = readManifest(repo.root).worktrees["wt-orphan01"];
+    expect(adopted).toMatchObject({ id: "wt-orphan01", name: "half-done", branch: "pu/half-done", path: orphan, status: "active", agents: {} });
+    expect(readManifest(repo.root).worktrees["wt-stray001"]).toBeUndefined();
+    expect(existsSync(stray)).toBe(true);
+
+    // Adopted means usable: it can be cleaned like any other worktree.
+    const client2 = await second.client();
+    const cleaned = await client2.request("clean", { projectRoot: repo.root, worktreeId: "wt-orphan01" });
+    expect(cleaned.cleaned[0]).toMatchObject({ worktreeId: "wt-orphan01", removedPath: true, deletedBranch: true });
+    expect(existsSync(orphan)).toBe(false);
+    expect(repo.git(["branch", "--list", "pu/half-done"])).toBe("");
   });
 });
