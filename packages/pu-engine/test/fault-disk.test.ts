@@ -40,6 +40,8 @@ interface Setup {
   manifestFile: string;
   agentId: string;
   agentPid: number;
+  /** A second running agent, for `pu bench`. */
+  benchedId: string;
 }
 
 /** A project with one running root agent, before anything goes wrong with the disk. */
@@ -49,7 +51,10 @@ async function setUp(): Promise<Setup> {
   const repo = await makeProject(client);
   const agent = await client.request("spawn", { projectRoot: repo.root, root: true, name: "survivor", command: "sleep 60" });
   trackAgentPid(agent.agent.pid);
+  const benched = await client.request("spawn", { projectRoot: repo.root, root: true, name: "benched", command: "sleep 60" });
+  trackAgentPid(benched.agent.pid);
   return {
+    benchedId: benched.agentId,
     daemon,
     client,
     repo,
@@ -70,6 +75,10 @@ async function expectWritesRefused(s: Setup): Promise<void> {
   const spawn = await failure(s.client.request("spawn", { projectRoot: s.repo.root, root: true, command: "sleep 60" }));
   expect(spawn.code).toBe("IO_ERROR");
   expect(spawn.message).toContain(s.manifestFile);
+
+  const suspend = await failure(s.client.request("suspend", { projectRoot: s.repo.root, target: s.benchedId }));
+  expect(suspend.code).toBe("IO_ERROR");
+  expect(suspend.message).toContain(s.manifestFile);
 
   const kill = await failure(s.client.request("kill", { projectRoot: s.repo.root, target: s.agentId }));
   expect(kill.code).toBe("IO_ERROR");

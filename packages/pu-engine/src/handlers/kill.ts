@@ -70,15 +70,21 @@ export async function handleKill(state: EngineState, req: RequestOf<"kill">): Pr
   }
   const { stopped } = await stopAgents(state, toStop, "kill");
   state.log.event("kill", { projectRoot: root, target: req.target, killed: stopped });
-  // The processes are gone, but the manifest still calls them alive: the caller must hear it.
-  const unrecorded = toStop.filter((live) => live.exitRecordError !== undefined);
-  const cause = unrecorded[0]?.exitRecordError;
-  if (cause !== undefined) {
-    const ids = unrecorded.map((live) => live.agentId).join(", ");
-    const detail = cause instanceof Error ? cause.message : String(cause);
-    throw new PuError(isPuError(cause) ? cause.code : "IO_ERROR", `stopped ${ids}, but could not record it in the manifest: ${detail}`, {
-      cause,
-    });
-  }
+  throwIfUnrecorded(toStop);
   return { killed: stopped, skipped };
+}
+
+/**
+ * The processes are gone, but the manifest still calls them alive (it could not be
+ * written, e.g. a full or read-only disk): the caller must hear it, not a success.
+ */
+export function throwIfUnrecorded(stopped: LiveAgent[]): void {
+  const unrecorded = stopped.filter((live) => live.exitRecordError !== undefined);
+  const cause = unrecorded[0]?.exitRecordError;
+  if (cause === undefined) return;
+  const ids = unrecorded.map((live) => live.agentId).join(", ");
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  throw new PuError(isPuError(cause) ? cause.code : "IO_ERROR", `stopped ${ids}, but could not record it in the manifest: ${detail}`, {
+    cause,
+  });
 }

@@ -2,7 +2,7 @@ import { PuError } from "@pu/core/errors";
 import { listAgents } from "@pu/core/manifest";
 import type { RequestOf, SuspendResult } from "@pu/ipc/protocol";
 import type { EngineState, LiveAgent } from "../state.js";
-import { stopAgents } from "./kill.js";
+import { stopAgents, throwIfUnrecorded } from "./kill.js";
 
 /** `pu bench`: stops agents so they can be resumed later; nothing about them is forgotten. */
 export async function handleSuspend(state: EngineState, req: RequestOf<"suspend">): Promise<SuspendResult> {
@@ -30,5 +30,6 @@ export async function handleSuspend(state: EngineState, req: RequestOf<"suspend"
   }
   const { stopped } = await stopAgents(state, toStop, "suspend");
   state.log.event("suspend", { projectRoot: root, agents: stopped.map((s) => s.agentId) });
+  throwIfUnrecorded(toStop);
   return { suspended: stopped.map((s) => s.agentId), skipped };
 }
