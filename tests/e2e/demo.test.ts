@@ -16,7 +16,7 @@ afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("the README's demo", () => {
   it("runs two agents, merges one, cleans up, and stops its daemon", async () => {
-    const env = { ...process.env, TMPDIR: tmp, PU_DEMO_KEEP: "1", NO_COLOR: "1" };
+    const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, PU_DEMO_KEEP: "1", NO_COLOR: "1" };
     delete env.PU_HOME;
     delete env.PU_AGENT_ID;
     delete env.PU_PROJECT_ROOT;
