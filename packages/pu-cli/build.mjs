@@ -83,21 +83,30 @@ await build({
   logLevel: "warning",
 });
 
-// V8's code cache for the bundle, made after a `pu --help` run (every command module
-// evaluated). V8 rejects it on its own when the Node version, V8 flags or source differ, and
-// bin/pu then simply compiles from source; so a stale or missing cache costs time, never
+// V8's code cache for the bundle, made after the run `pu status --json` starts with (the
+// command pu's benchmark and scripts poll), stopped at "no pu project" before any daemon is
+// involved. Measured against a cache made after `pu --help` (every command module compiled,
+// a 270 KB cache): the smaller cache loads faster, and any other command compiles only its
+// own module. V8 rejects the cache on its own when the Node version, V8 flags or source
+// differ, and bin/pu then compiles from source: a stale or missing cache costs time, never
 // correctness. Made in a child so nothing of this build script's own state leaks into it.
 const makeCache = `
-const fs = require("node:fs"), vm = require("node:vm");
+const fs = require("node:fs"), os = require("node:os"), path = require("node:path"), vm = require("node:vm");
 const [bundle, out] = process.argv.slice(1);
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "pu-cli-build-"));
 const script = new vm.Script(fs.readFileSync(bundle, "utf8"), { filename: bundle });
 const mod = { exports: {} };
-script.runInThisContext()(mod.exports, require, mod, bundle, require("node:path").dirname(bundle));
-process.stdout.write = () => true;
-mod.exports.main(["--help"]).then(() => {
-  fs.writeFileSync(out + ".tmp", script.createCachedData());
-  fs.renameSync(out + ".tmp", out);
-});
+script.runInThisContext()(mod.exports, require, mod, bundle, path.dirname(bundle));
+process.stdout.write = process.stderr.write = () => true;
+// An uninitialized --project and an empty PU_HOME: the run can never reach or start a daemon.
+process.env.PU_HOME = path.join(scratch, "home");
+mod.exports
+  .main(["status", "--json", "--project", scratch])
+  .then(() => {
+    fs.writeFileSync(out + ".tmp", script.createCachedData());
+    fs.renameSync(out + ".tmp", out);
+  })
+  .finally(() => fs.rmSync(scratch, { recursive: true, force: true }));
 `;
 const made = spawnSync(process.execPath, ["-e", makeCache, bundlePath, cachePath], { stdio: ["ignore", "ignore", "inherit"] });
 if (made.status !== 0) throw new Error(`making the code cache failed (exit ${made.status})`);
