@@ -13,7 +13,7 @@
 // command module is only evaluated when `command-table.ts` imports it, and V8 compiles a
 // function only when it first runs.
 import { spawnSync } from "node:child_process";
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -21,6 +21,7 @@ import { build } from "esbuild";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bundlePath = path.join(here, "dist", "pu.cjs");
 const cachePath = `${bundlePath}.cache`;
+const inputsPath = `${bundlePath}.inputs`;
 
 /**
  * clipanion and typanion ship an ES module (`x.mjs`) next to each CommonJS file (`x.js`) but
@@ -52,7 +53,8 @@ function preferEsmSiblings(packages) {
 }
 
 rmSync(cachePath, { force: true });
-await build({
+rmSync(inputsPath, { force: true });
+const { metafile } = await build({
   absWorkingDir: here,
   entryPoints: ["src/cli.ts"],
   outfile: bundlePath,
@@ -80,8 +82,21 @@ await build({
   minify: true,
   sourcemap: "external",
   legalComments: "none",
+  metafile: true,
   logLevel: "warning",
 });
+
+// Files whose being newer than the bundle means it is stale; bin/pu checks them at start-up
+// (one stat each) and then runs the module-by-module tsc output instead. tsc rewrites every
+// file it emits, so one file per package is enough: this package's dist/cli.js (`tsc` run
+// alone after an edit) and one dist file of each bundled workspace package (rebuilt without
+// this one).
+const witnesses = new Map([["pu-cli", path.join(here, "dist", "cli.js")]]);
+for (const input of Object.keys(metafile.inputs)) {
+  const m = /^\.\.\/(pu-[^/]+)\/dist\/.+\.js$/.exec(input);
+  if (m && !witnesses.has(m[1])) witnesses.set(m[1], path.join(here, input));
+}
+writeFileSync(inputsPath, [...witnesses.values()].map((file) => path.relative(path.dirname(bundlePath), file)).join("\n") + "\n");
 
 // V8's code cache for the bundle, made after the run `pu status --json` starts with (the
 // command pu's benchmark and scripts poll), stopped at "no pu project" before any daemon is
