@@ -1,6 +1,6 @@
 // Bundles the CLI for `bin/pu` (start-up time is the CLI's main cost; see bench/status.mjs).
 // `tsc` still type-checks and emits dist/*.js + declarations (the package's `exports`); this
-// adds dist/pu.cjs and dist/pu.cjs.cache next to them.
+// adds dist/pu.cjs, its V8 code cache (pu.cjs.cache) and its staleness witnesses (pu.cjs.inputs).
 //
 // Why one CommonJS file and not ES modules with a chunk per command (both were measured,
 // `pu status --json` against a running daemon, medians of 40 runs interleaved with `node -e 0`):
