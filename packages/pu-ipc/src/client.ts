@@ -100,10 +100,11 @@ class EventQueue {
     this.onLengthChange();
   }
 
-  end(): void {
+  /** `discard` drops the unread backlog (the consumer stopped); otherwise next() drains it first. */
+  end(discard: boolean): void {
     if (this.ended) return;
     this.ended = true;
-    this.events.length = 0;
+    if (discard) this.events.length = 0;
     this.onLengthChange();
     const waiter = this.waiter;
     this.waiter = undefined;
@@ -134,6 +135,7 @@ class Connection {
   private deadlineTimer: NodeJS.Timeout | undefined;
   private deadlineTimerAt = 0;
   private closeError: PuError | undefined;
+  private closedByUs = false;
   readonly closed: Promise<void>;
 
   constructor(
@@ -184,20 +186,21 @@ class Connection {
     this.armDeadlineTimer(deadline);
     if (!stream) return reply;
     return reply.catch((error: unknown) => {
-      this.endStream(id);
+      this.endStream(id, true);
       throw error;
     });
   }
 
-  endStream(id: number): void {
+  endStream(id: number, discard: boolean): void {
     const stream = this.streams.get(id);
     if (!stream) return;
     this.streams.delete(id);
-    stream.end();
+    stream.end(discard);
   }
 
   close(): void {
     if (this.isClosed) return;
+    this.closedByUs = true;
     this.closeError ??= new PuError("DAEMON_UNAVAILABLE", "connection to the pu daemon closed by the client");
     this.socket.end();
     // A daemon that never finishes its side must not keep us alive.
@@ -259,7 +262,9 @@ class Connection {
       entry.reject(error);
     }
     this.disarmDeadlineTimer();
-    for (const id of [...this.streams.keys()]) this.endStream(id);
+    // Events that arrived before the daemon closed the connection (an agent's last output, its
+    // exit) stay readable; after our own close() nobody wants them.
+    for (const id of [...this.streams.keys()]) this.endStream(id, this.closedByUs);
   }
 
   // One timer per connection instead of one per request: it stays armed across requests and
@@ -380,11 +385,11 @@ export async function connectClient(options: ConnectOptions): Promise<Client> {
       return {
         result: reply.result as ResultOf<typeof type>,
         request,
-        close: () => connection.endStream(id),
+        close: () => connection.endStream(id, true),
         [Symbol.asyncIterator]: () => ({
           next: () => queue.next(),
           return: () => {
-            connection.endStream(id);
+            connection.endStream(id, true);
             return Promise.resolve({ value: undefined, done: true as const });
           },
         }),

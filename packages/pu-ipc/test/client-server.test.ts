@@ -338,6 +338,26 @@ describe("client and server over a real Unix socket", () => {
     expect(Buffer.from((received[0] as Extract<EventFrame, { type: "output" }>).data).toString()).toBe("hi");
   });
 
+  it("still delivers the events that arrived before the daemon closed the connection", async () => {
+    await startFakeDaemon((frame, socket) => {
+      if (frame.type === "hello") {
+        socket.write(helloAck(frame.id));
+        return;
+      }
+      const id = frame.id;
+      socket.write(encodeFrame({ type: "ok", id, result: { agentId: "a", offset: 0, endOffset: 50, cols: 80, rows: 24, exited: false } }));
+      for (let i = 0; i < 50; i++) socket.write(encodeFrame({ type: "output", id, agentId: "a", data: Buffer.from([i]), offset: i }));
+      socket.end(encodeFrame({ type: "exit", id, agentId: "a", exitCode: 7 }));
+    });
+    const client = await connect();
+    const stream = await client.openStream("attach", { agentId: "a" });
+    await client.closed; // a consumer still busy with earlier output when the daemon went away
+    const received: EventFrame[] = [];
+    for await (const event of stream) received.push(event);
+    expect(received).toHaveLength(51);
+    expect(received.at(-1)).toMatchObject({ type: "exit", exitCode: 7 });
+  });
+
   it("survives garbage from one client while another keeps working", async () => {
     const { server, logs } = await startServer();
     const client = await connect();
