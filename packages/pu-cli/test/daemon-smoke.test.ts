@@ -133,12 +133,22 @@ describe("pu against a real daemon", () => {
     expect(tail.endOffset - tail.offset).toBeLessThanOrEqual(5);
 
     // Not a TTY: attach behaves like `logs --follow` and ends when the agent exits.
-    const following = pu("attach", agentId);
-    await new Promise((r) => setTimeout(r, 500));
-    expect((await pu("send", agentId, "exit 5")).code).toBe(0);
-    const followed = await following;
-    expect(followed.code).toBe(0);
-    expect(followed.stdout).toContain("smoke-42");
+    const follower = spawn(process.execPath, [PU_BIN, "attach", agentId], {
+      cwd: repo,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", PU_HOME: home },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let followed = "";
+    follower.stdout.on("data", (d: Buffer) => (followed += d.toString("utf8")));
+    const followerCode = new Promise<number>((resolve) => follower.on("close", (code) => resolve(code ?? -1)));
+    try {
+      // The replay has arrived, so the exit below happens while it is following live.
+      await waitFor("the replay in pu attach's output", () => (followed.includes("smoke-42") ? true : undefined));
+      expect((await pu("send", agentId, "exit 5")).code).toBe(0);
+      expect(await followerCode).toBe(0);
+    } finally {
+      follower.kill("SIGKILL");
+    }
 
     const status = JSON.parse((await pu("status", "--agent", agentId, "--json")).stdout);
     expect(status.agents[agentId]).toMatchObject({ status: "broken", exitCode: 5 });
