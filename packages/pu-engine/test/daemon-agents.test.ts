@@ -17,6 +17,7 @@ import {
   trackAgentPid,
   waitFor,
 } from "./helpers/daemon.js";
+import { findStrayAgents } from "../src/stray-agents.js";
 
 afterEach(cleanupAll);
 
@@ -289,6 +290,20 @@ describe("agents through the daemon", () => {
     expect(repo.git(["branch", "--list", "pu/*"])).toBe("");
     const report = await client.request("status", { projectRoot: repo.root });
     expect(report.worktrees).toEqual({});
+    expect(report.agents).toEqual({});
+  });
+
+  it("refuses a bad agent name before starting a process, so nothing is left running", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    await expect(
+      client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, name: "x".repeat(100) }),
+    ).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("agent name") });
+    // No agent process of this daemon may exist: it would be in no manifest, and its
+    // exit could never be recorded (kill all and shutdown would wait on it for ever).
+    expect(findStrayAgents(daemon.home)).toEqual([]);
+    const report = await client.request("status", { projectRoot: repo.root });
     expect(report.agents).toEqual({});
   });
 

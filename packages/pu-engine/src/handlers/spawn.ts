@@ -141,6 +141,8 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
 
   const m = await state.store.read(root);
   const placement = place(m, root, req, agentType);
+  // Checked before any process starts: a failure after the spawn would leave a PTY with no manifest entry.
+  const agentName = placement.kind === "new" ? displayName(agentType) : validateAgentName(req.name ?? displayName(agentType));
   const worktreeId = placement.kind === "new" ? placement.worktreeId : placement.kind === "existing" ? placement.worktree.id : undefined;
   const env = buildEnv(process.env, { agentId, projectRoot: root, worktreeId });
   // A relative program path means relative to where the agent runs; the worktree does not exist yet.
@@ -203,7 +205,7 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   const startedAt = nowIso();
   const entry: AgentEntry = {
     id: agentId,
-    name: placement.kind === "new" ? displayName(agentType) : validateAgentName(req.name ?? displayName(agentType)),
+    name: agentName,
     agentType,
     status: "streaming",
     startedAt,
