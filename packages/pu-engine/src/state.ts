@@ -56,6 +56,8 @@ export class EngineState {
   readonly events = new EventEmitter();
   readonly startedAt = Date.now();
   readonly statusWatch: StatusWatch;
+  /** Agents a resume request is starting right now (one resume at a time per agent). */
+  readonly resuming = new Set<string>();
   /** True once shutdown began: no new agents may start. */
   stopping = false;
   /** Set by the daemon: begins the shutdown sequence (after the current reply is sent). */

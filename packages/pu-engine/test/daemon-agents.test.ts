@@ -240,6 +240,28 @@ describe("agents through the daemon", () => {
     );
   });
 
+  it("two resumes of one agent at once start one process, not two", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND });
+    trackAgentPid(spawned.agent.pid);
+    const id = spawned.agentId;
+    await client.request("suspend", { projectRoot: repo.root, target: id });
+
+    const outcomes = await Promise.allSettled([
+      client.request("resume", { projectRoot: repo.root, agentId: id }),
+      client.request("resume", { projectRoot: repo.root, agentId: id }),
+    ]);
+    for (const o of outcomes) if (o.status === "fulfilled") trackAgentPid(o.value.agent.pid);
+    for (const stray of findStrayAgents(daemon.home)) trackAgentPid(stray.pid);
+    const fulfilled = outcomes.filter((o) => o.status === "fulfilled");
+    expect(fulfilled).toHaveLength(1);
+    expect(outcomes.find((o) => o.status === "rejected")).toMatchObject({ reason: { code: "INVALID_STATE" } });
+    // A second process would be held by nothing: never shown, never stopped by kill or shutdown.
+    expect(findStrayAgents(daemon.home).filter((s) => s.agentId === id)).toHaveLength(1);
+  });
+
   it("a resume that cannot start leaves the agent suspended with the reason", async () => {
     const daemon = await startTestDaemon();
     const client = await daemon.client();

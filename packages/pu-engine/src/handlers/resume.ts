@@ -1,6 +1,6 @@
 import { loadConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
-import type { AgentEntry } from "@pu/core/manifest";
+import type { AgentEntry, WorktreeEntry } from "@pu/core/manifest";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import { buildEnv, buildLaunch } from "../agent-launch.js";
 import { AgentSession } from "../agent-session.js";
@@ -16,6 +16,17 @@ export async function handleResume(state: EngineState, req: RequestOf<"resume">)
   const { agent, worktree } = agentIn(m, req.agentId);
   if (!agent.suspended) throw new PuError("INVALID_STATE", `${agent.id} is not suspended`);
   if (state.isRunning(agent.id)) throw new PuError("INVALID_STATE", `${agent.id} is already running`);
+  // Checked and claimed with no await in between: a second resume would start a second process.
+  if (state.resuming.has(agent.id)) throw new PuError("INVALID_STATE", `${agent.id} is already being resumed`);
+  state.resuming.add(agent.id);
+  try {
+    return await startResumed(state, root, agent, worktree);
+  } finally {
+    state.resuming.delete(agent.id);
+  }
+}
+
+async function startResumed(state: EngineState, root: string, agent: AgentEntry, worktree: WorktreeEntry | undefined): Promise<ResultOf<"resume">> {
   const cwd = worktree ? worktree.path : root;
 
   let session: AgentSession;
