@@ -4,6 +4,7 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
+import { constants as osConstants } from "node:os";
 import path from "node:path";
 import { puDir } from "@pu/core/paths";
 import type { GateRun } from "@pu/ipc/protocol";
@@ -45,8 +46,6 @@ function signalGroup(pgid: number | undefined, signal: NodeJS.Signals): void {
     // the group is gone
   }
 }
-
-const SIGNAL_NUMBERS: Record<string, number> = { SIGHUP: 1, SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
 
 /** Keeps only the last `limit` bytes written to it. */
 class TailBuffer {
@@ -123,7 +122,7 @@ export function runGate(gate: GateCommand): Promise<GateOutcome> {
       finish(null);
     });
     // "close" (not "exit"): all output has been read by then.
-    child.on("close", (code, signal) => finish(code ?? (signal ? 128 + (SIGNAL_NUMBERS[signal] ?? 0) : null)));
+    child.on("close", (code, signal) => finish(code ?? (signal ? 128 + osConstants.signals[signal] : null)));
   });
 }
 

@@ -1,6 +1,7 @@
 // Git-hook gates: pre_commit triggers block commits in pu's worktrees (through the real
 // hook scripts the daemon installs and a real `git commit`), never in the main checkout.
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { constants as osConstants } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -81,6 +82,20 @@ describe("git-hook gates", () => {
     expect(result.runs[0]).toMatchObject({ triggerName: "no-forbidden", exitCode: 1, timedOut: false });
     const pushResult = await client.request("gate", { projectRoot: repo.root, event: "pre_push", cwd: worktree });
     expect(pushResult).toEqual({ passed: true, runs: [] });
+  });
+
+  it("a gate killed by a signal reports 128 + that signal's number", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    mkdirSync(path.join(repo.root, ".pu", "triggers"), { recursive: true });
+    const usr1 = osConstants.signals.SIGUSR1;
+    writeFileSync(
+      path.join(repo.root, ".pu", "triggers", "signalled.yaml"),
+      `on: pre_push\nsequence:\n  - gate: { run: "kill -USR1 $$", expect_exit: ${128 + usr1} }\n`,
+    );
+    const result = await client.request("gate", { projectRoot: repo.root, event: "pre_push", cwd: repo.root });
+    expect(result.runs[0]).toMatchObject({ exitCode: 128 + usr1, passed: true });
   });
 
   it("a gate that outlives its timeout is stopped and fails", async () => {
