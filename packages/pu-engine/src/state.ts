@@ -16,14 +16,7 @@ import { StatusWatch } from "./status-watch.js";
 export type StopIntent = "kill" | "suspend" | "shutdown" | "clean";
 
 /** An agent whose PTY this daemon holds (running, or exited but its output still readable). */
-export interface LiveAgent {
-  agentId: string;
-  projectRoot: string;
-  worktreeId?: string;
-  agentType: string;
-  cwd: string;
-  session: AgentSession;
-  idleThresholdSeconds: number;
+export interface LiveAgent extends SessionPlacement {
   /** Set before the daemon stops the process; undefined when the agent exits on its own. */
   stopIntent?: StopIntent;
   /**
