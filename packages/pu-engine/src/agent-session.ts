@@ -52,10 +52,10 @@ export interface Viewer {
   close(): void;
 }
 
-/** Largest piece of output sent to a viewer at once. */
 /** How long after SIGTERM a still-running agent is also sent SIGHUP. */
 const HANGUP_AFTER_MS = 300;
 
+/** Largest piece of output sent to a viewer at once. */
 export const VIEWER_CHUNK_BYTES = 64 * 1024;
 /** A viewer stops being fed while its sink holds this much unsent data. */
 export const VIEWER_MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
