@@ -145,9 +145,11 @@ export class Scheduler {
 
     // Fell due while the daemon was not watching: report, do not fire a burst.
     const missed = Math.max(1, missedRuns(spec, new Date(stored.getTime() - 1), now).length);
-    await recordMissed(root, name, missed, stored);
+    // The schedule moves on first: once the missed runs are visible, nextRun is already in
+    // the future, and a crash between the two writes cannot count the same runs twice.
     const next = nextRun(spec, now);
     await writeScheduleTimes(file, { nextRun: next });
+    await recordMissed(root, name, missed, stored);
     this.state.log.event("schedule_missed", { projectRoot: root, name, missed, nextRun: next?.toISOString() ?? null });
     return next;
   }
