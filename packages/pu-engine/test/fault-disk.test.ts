@@ -42,6 +42,8 @@ interface Setup {
   agentPid: number;
   /** A second running agent, for `pu bench`. */
   benchedId: string;
+  /** An agent suspended before the disk went bad, for `pu play`. */
+  suspendedId: string;
 }
 
 /** A project with one running root agent, before anything goes wrong with the disk. */
@@ -53,7 +55,11 @@ async function setUp(): Promise<Setup> {
   trackAgentPid(agent.agent.pid);
   const benched = await client.request("spawn", { projectRoot: repo.root, root: true, name: "benched", command: "sleep 60" });
   trackAgentPid(benched.agent.pid);
+  const resumable = await client.request("spawn", { projectRoot: repo.root, root: true, name: "resumable", command: "sleep 60" });
+  trackAgentPid(resumable.agent.pid);
+  await client.request("suspend", { projectRoot: repo.root, target: resumable.agentId });
   return {
+    suspendedId: resumable.agentId,
     benchedId: benched.agentId,
     daemon,
     client,
@@ -79,6 +85,11 @@ async function expectWritesRefused(s: Setup): Promise<void> {
   const suspend = await failure(s.client.request("suspend", { projectRoot: s.repo.root, target: s.benchedId }));
   expect(suspend.code).toBe("IO_ERROR");
   expect(suspend.message).toContain(s.manifestFile);
+
+  // The resumed process cannot be recorded: it is stopped again rather than left running unseen.
+  const resume = await failure(s.client.request("resume", { projectRoot: s.repo.root, agentId: s.suspendedId }));
+  expect(resume.code).toBe("IO_ERROR");
+  expect(resume.message).toContain(s.manifestFile);
 
   const kill = await failure(s.client.request("kill", { projectRoot: s.repo.root, target: s.agentId }));
   expect(kill.code).toBe("IO_ERROR");

@@ -57,9 +57,15 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
     throw new PuError("RESUME_FAILED", `cannot resume ${agent.id}: ${reason}`, { cause: err });
   }
 
+  // As in spawn: no await between this check and registering, so shutdown either stops
+  // this process with the others or it never joins them.
+  if (state.stopping) {
+    await session.kill({ graceMs: 1000 }).catch(() => undefined);
+    throw new PuError("INVALID_STATE", "the pu daemon is shutting down; try again in a moment");
+  }
   // The previous (suspended) session's output is superseded by the new process's.
   dropSession(state, agent.id);
-  const { entryReady } = registerSession(state, {
+  const { live, entryReady } = registerSession(state, {
     agentId: agent.id,
     projectRoot: root,
     worktreeId: worktree?.id,
@@ -83,9 +89,15 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
       if (startTime !== null) (entry as Record<string, unknown>).pidStartTime = startTime;
       return { ...entry };
     });
-  } finally {
+  } catch (err) {
+    // The manifest still names the old, suspended process: the new one must not run unseen.
+    live.stopIntent = "kill";
     entryReady();
+    await session.kill({ graceMs: 1000 }).catch(() => undefined);
+    dropSession(state, agent.id);
+    throw err;
   }
+  entryReady();
   state.log.event("resume", { projectRoot: root, agentId: agent.id, agentPid: session.pid, cwd });
   return { agent: updated };
 }
