@@ -192,6 +192,13 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
     throw err instanceof PuError ? err : new PuError("SPAWN_FAILED", `cannot start ${launch.file}: ${(err as Error).message}`);
   }
 
+  // Checked right before registering, with no await in between: shutdown raises the flag
+  // first and lists the sessions to stop later, so this agent is either on that list or refused.
+  if (state.stopping) {
+    await session.kill({ graceMs: 1000 }).catch(() => undefined);
+    await rollBackWorktree();
+    throw new PuError("INVALID_STATE", "the pu daemon is shutting down; try again in a moment");
+  }
   const { live, entryReady } = registerSession(state, {
     agentId,
     projectRoot: root,
