@@ -213,13 +213,18 @@ export class ManifestStore {
         });
       }
     };
+    let result: T;
     try {
-      return await body(assertLockHeld);
-    } finally {
-      await release().catch((error: unknown) => {
-        // A compromised lock cannot be released; anything else is worth surfacing.
-        if (!compromised && !isPuError(error)) throw ioError("unlock", lockPath(root), error);
-      });
+      result = await body(assertLockHeld);
+    } catch (error) {
+      // The update's own failure is what the caller needs; a failed release must not hide it.
+      await release().catch(() => undefined);
+      throw error;
     }
+    await release().catch((error: unknown) => {
+      // A compromised lock cannot be released; anything else is worth surfacing.
+      if (!compromised && !isPuError(error)) throw ioError("unlock", lockPath(root), error);
+    });
+    return result;
   }
 }
