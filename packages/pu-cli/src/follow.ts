@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { PuError } from "@pu/core/errors";
 import type { Client } from "@pu/ipc/client";
-import { writeJsonLine } from "./output.js";
+import { jsonLine, writeJsonLine } from "./output.js";
 
 export interface FollowOptions {
   agentId: string;
@@ -9,7 +9,8 @@ export interface FollowOptions {
   json: boolean;
 }
 
-async function writeBytes(data: Uint8Array): Promise<void> {
+// Waiting for drain keeps a slow reader's backlog in the daemon's bounded viewer, not here.
+async function writeOut(data: Uint8Array | string): Promise<void> {
   if (!process.stdout.write(data)) await once(process.stdout, "drain");
 }
 
@@ -37,8 +38,7 @@ export async function followOutput(client: Client, { agentId, fromOffset, json }
     if (exitCode === undefined || position < result.endOffset) {
       for await (const event of stream) {
         if (event.type === "output") {
-          if (json) writeJsonLine({ offset: event.offset, data: event.data });
-          else await writeBytes(event.data);
+          await writeOut(json ? jsonLine({ offset: event.offset, data: event.data }) : event.data);
           position = event.offset + event.data.length;
           if (result.exited && position >= result.endOffset) break;
         } else if (event.type === "exit") {

@@ -72,5 +72,7 @@ export function parseDetachKey(name: string): number {
   if (byte === undefined) {
     throw new CliUsageError(`--detach-key must be a control key such as C-\\ or C-q, not "${name}"`);
   }
+  // ESC starts every arrow and function key sequence: it would detach on the first arrow key.
+  if (byte === 0x1b) throw new CliUsageError(`--detach-key ${name.trim()} is Escape, which arrow and function keys send; choose another`);
   return byte;
 }

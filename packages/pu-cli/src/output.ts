@@ -24,8 +24,12 @@ export function writeJson(value: unknown): void {
 }
 
 /** One line of an NDJSON stream (`status --watch --json`, `logs --follow --json`). */
+export function jsonLine(value: unknown): string {
+  return JSON.stringify(value, bytesAsText) + "\n";
+}
+
 export function writeJsonLine(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, bytesAsText) + "\n");
+  process.stdout.write(jsonLine(value));
 }
 
 export function writeLine(text = ""): void {

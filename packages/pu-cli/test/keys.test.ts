@@ -40,4 +40,8 @@ describe("parseDetachKey", () => {
     expect(() => parseDetachKey("q")).toThrow(CliUsageError);
     expect(() => parseDetachKey("Enter")).toThrow(/control key/);
   });
+
+  it("refuses C-[ (Escape), which every arrow key sends", () => {
+    expect(() => parseDetachKey("C-[")).toThrow(/is Escape/);
+  });
 });
