@@ -118,10 +118,17 @@ async function viaTmux(dir, script, run) {
   const out = path.join(dir, `tmux-${run}.count.json`);
   const counter = path.join(REPO, "bench/count-bytes.mjs");
   tmux(sock, "new-session", "-d", "-s", "bench", "-x", String(COLS), "-y", String(ROWS), script);
-  const serverPid = Number(tmux(sock, "display-message", "-p", "-t", "bench", "#{pid}"));
-  own(serverPid);
-  const panePid = Number(tmux(sock, "display-message", "-p", "-t", "bench", "#{pane_pid}"));
-  own(panePid, { group: true });
+  let serverPid, panePid;
+  try {
+    serverPid = Number(tmux(sock, "display-message", "-p", "-t", "bench", "#{pid}"));
+    own(serverPid);
+    panePid = Number(tmux(sock, "display-message", "-p", "-t", "bench", "#{pane_pid}"));
+    own(panePid, { group: true });
+  } catch (err) {
+    // The server is ours even when asking for its pids failed: stop it through its socket.
+    spawnSync("tmux", ["-S", sock, "kill-server"]);
+    throw err;
+  }
   try {
     tmux(sock, "pipe-pane", "-O", "-t", "bench", `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(counter)} ${JSON.stringify(out)}`);
     await sleep(SETTLE_MS);
