@@ -7,15 +7,14 @@
  * ring: it never blocks the PTY or the other viewers, and when the ring
  * overwrites bytes it still needed it skips ahead and is told so.
  */
-import { accessSync, constants as fsConstants, readSync, statSync } from "node:fs";
-import { delimiter, isAbsolute, join, resolve } from "node:path";
+import { readSync, statSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import * as pty from "node-pty";
 import { ActivityTracker } from "@pu/core/activity";
 import { PuError } from "@pu/core/errors";
 import { OutputRing, DEFAULT_RING_BYTES } from "./output-ring.js";
-import { killProcessGroup, killProcessTree, waitForGroupGone } from "./process-info.js";
+import { findExecutable, killProcessGroup, killProcessTree, waitForGroupGone } from "./process-info.js";
 
 export interface SpawnOptions {
   agentId: string;
@@ -537,17 +536,7 @@ function checkSpawnable(file: string, cwd: string, env: Record<string, string>):
   } catch (err) {
     throw new PuError("SPAWN_FAILED", `cannot start ${file}: working directory ${cwd}: ${(err as Error).message}`);
   }
-  const candidates = file.includes("/")
-    ? [isAbsolute(file) ? file : resolve(cwd, file)]
-    : (env.PATH ?? "").split(delimiter).filter(Boolean).map((dir) => join(isAbsolute(dir) ? dir : resolve(cwd, dir), file));
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, fsConstants.X_OK);
-      if (statSync(candidate).isFile()) return;
-    } catch {
-      // try the next PATH entry
-    }
-  }
+  if (findExecutable(file, cwd, env.PATH) !== undefined) return;
   throw new PuError("SPAWN_FAILED", `cannot start ${file}: command not found or not executable`);
 }
 

@@ -1,4 +1,4 @@
-import type { AgentEntry, AgentStatus, Manifest } from "@pu/core/manifest";
+import { findAgent, type AgentEntry, type AgentStatus, type Manifest } from "@pu/core/manifest";
 import { effectiveStatus, isAlive } from "@pu/core/status";
 import type { AgentView, StatusEvent, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
@@ -250,7 +250,7 @@ export class StatusWatch {
         for (const live of this.state.liveAgentsOf(root)) {
           // Exits and deliberate stops record themselves; only plain running agents are ours.
           if (live.session.exitCode !== null || live.stopIntent !== undefined) continue;
-          const entry = findEntry(m, live.agentId);
+          const entry = findAgent(m, live.agentId)?.agent;
           if (!entry || entry.suspended || !isAlive(entry.status)) continue;
           const now = this.known.get(live.agentId);
           if (now && isAlive(now) && entry.status !== now) {
@@ -274,8 +274,3 @@ export class StatusWatch {
   }
 }
 
-function findEntry(m: Manifest, agentId: string): AgentEntry | undefined {
-  if (Object.hasOwn(m.agents, agentId)) return m.agents[agentId];
-  for (const wt of Object.values(m.worktrees)) if (Object.hasOwn(wt.agents, agentId)) return wt.agents[agentId];
-  return undefined;
-}

@@ -1,4 +1,3 @@
-import { accessSync, constants as fsConstants, statSync } from "node:fs";
 import path from "node:path";
 import { loadConfig, resolveAgentType, type Config } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
@@ -11,7 +10,7 @@ import { buildEnv, buildLaunch, deliverPrompt, type Launch } from "../agent-laun
 import { AgentSession } from "../agent-session.js";
 import { applySpawnTemplate, bindTrigger, spawnTriggerBinding } from "../definitions-service.js";
 import { installWorktreeHooks } from "../git-hooks.js";
-import { processStartTime } from "../process-info.js";
+import { findExecutable, processStartTime } from "../process-info.js";
 import { nowIso, registerSession, worktreeIn, type EngineState } from "../state.js";
 import { createWorktree, removeWorktree, type CreatedWorktree } from "../worktrees.js";
 
@@ -60,17 +59,7 @@ function uniqueName(m: Manifest, base: string): string {
  * SPAWN_FAILED instead of a PTY that prints an error and dies.
  */
 export function ensureExecutable(file: string, cwd: string, envPath: string | undefined): void {
-  const candidates = file.includes("/")
-    ? [path.resolve(cwd, file)]
-    : (envPath ?? "").split(path.delimiter).filter(Boolean).map((dir) => path.resolve(cwd, dir, file));
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, fsConstants.X_OK);
-      if (statSync(candidate).isFile()) return;
-    } catch {
-      // next candidate
-    }
-  }
+  if (findExecutable(file, cwd, envPath) !== undefined) return;
   throw new PuError(
     "SPAWN_FAILED",
     file.includes("/") ? `command '${file}' not found or not executable` : `command '${file}' not found on PATH`,
