@@ -13,7 +13,7 @@ import { PuError } from "./errors.js";
 import { validateDefinitionName } from "./names.js";
 import { puDir, type DefinitionKind } from "./paths.js";
 import { isNamedRecurrence, isScheduleTimestamp, isValidTimeZone, validateRecurrence } from "./recurrence.js";
-import { parseTemplate, splitFrontmatter, TemplateFrontmatterSchema } from "./template.js";
+import { parseTemplate, TemplateFrontmatterSchema } from "./template.js";
 
 export type { DefinitionKind } from "./paths.js";
 export { renderTemplate } from "./template.js";

@@ -2,7 +2,6 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import { createServer as createNetServer, type Server, type Socket } from "node:net";
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PuError } from "@pu/core/errors";
 import { connectClient, type Client } from "../src/client.js";
