@@ -178,14 +178,20 @@ async function appendNow(file: string, run: GateRun): Promise<void> {
   const lines = (await fs.readFile(file, "utf8")).split("\n").filter((line) => line.trim() !== "");
   if (lines.length <= GATE_RECORDS_KEPT) return;
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  const handle = await fs.open(temp, "w", 0o644);
   try {
-    await handle.writeFile(`${lines.slice(-GATE_RECORDS_KEPT).join("\n")}\n`);
-    await handle.sync();
-  } finally {
-    await handle.close();
+    const handle = await fs.open(temp, "w", 0o644);
+    try {
+      await handle.writeFile(`${lines.slice(-GATE_RECORDS_KEPT).join("\n")}\n`);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await fs.rename(temp, file);
+  } catch (err) {
+    // A full disk must not leave half-written temp files beside the records.
+    await fs.rm(temp, { force: true });
+    throw err;
   }
-  await fs.rename(temp, file);
 }
 
 /** Every recorded run, oldest first; lines that do not parse (a torn write) are skipped. */

@@ -11,7 +11,7 @@ import { AgentSession } from "../agent-session.js";
 import { applySpawnTemplate, bindTrigger, spawnTriggerBinding } from "../definitions-service.js";
 import { installWorktreeHooks } from "../git-hooks.js";
 import { findExecutable, processStartTime } from "../process-info.js";
-import { nowIso, registerSession, worktreeIn, type EngineState } from "../state.js";
+import { dropSession, nowIso, registerSession, worktreeIn, type EngineState } from "../state.js";
 import { createWorktree, removeWorktree, type CreatedWorktree } from "../worktrees.js";
 
 const DISPLAY_NAMES: Record<string, string> = {
@@ -245,8 +245,7 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
     live.stopIntent = "kill";
     entryReady();
     await session.kill({ graceMs: 1000 }).catch(() => undefined);
-    state.sessions.delete(agentId);
-    state.statusWatch.untrack(agentId);
+    dropSession(state, agentId);
     await rollBackWorktree();
     throw err;
   }
