@@ -1,6 +1,6 @@
 import { Command, Option } from "./clipanion.js";
 import { reportError } from "./output.js";
-import { resolveProjectRoot } from "./project.js";
+import { resolveProjectRoot } from "@pu/core/paths";
 
 /**
  * What every pu command shares: `--json`, `--project DIR`, and turning any failure into

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isPuError } from "@pu/core/errors";
-import { resolveInitRoot, resolveProjectRoot } from "../src/project.js";
+import { resolveProjectRoot } from "@pu/core/paths";
+import { resolveInitRoot } from "../src/project.js";
 
 let base: string;
 const initialized = (dir: string) => {

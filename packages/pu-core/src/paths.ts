@@ -111,16 +111,25 @@ export interface ProjectRootSources {
   cwd?: string;
 }
 
-/** `--project`, else `$PU_PROJECT_ROOT`, else the nearest initialized ancestor of the cwd. */
+/**
+ * `--project DIR`, else `$PU_PROJECT_ROOT`, else the nearest ancestor of the cwd holding
+ * `.pu/manifest.json` (the manifest, not a bare `.pu/`: `~/.pu` is PU_HOME, not a project).
+ * An explicit root must be initialized too, so a typo fails here instead of at the daemon.
+ */
 export function resolveProjectRoot(sources: ProjectRootSources = {}): string {
   const cwd = sources.cwd ?? process.cwd();
   const env = sources.env ?? process.env;
-  if (sources.flag && sources.flag.trim() !== "") return resolve(cwd, sources.flag);
-  const fromEnv = env.PU_PROJECT_ROOT;
-  if (fromEnv && fromEnv.trim() !== "") return resolve(cwd, fromEnv);
+  const explicit = sources.flag ?? (env.PU_PROJECT_ROOT || undefined);
+  if (explicit !== undefined) {
+    const root = resolve(cwd, explicit);
+    if (!existsSync(manifestPath(root))) {
+      throw new PuError("NOT_INITIALIZED", `no pu project at ${root}; run \`pu init\` there first`);
+    }
+    return root;
+  }
   const found = findProjectRoot(cwd);
   if (found === undefined) {
-    throw new PuError("NOT_INITIALIZED", `no pu project at or above ${resolve(cwd)}; run \`pu init\``);
+    throw new PuError("NOT_INITIALIZED", `no pu project at or above ${resolve(cwd)}; run \`pu init\` first`);
   }
   return found;
 }

@@ -10,7 +10,7 @@ import { Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { writeJson, writeNote } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
-import { resolveProjectRoot } from "../../project.js";
+import { resolveProjectRoot } from "@pu/core/paths";
 
 export type GateEvent = "pre_commit" | "pre_push";
 
