@@ -5,17 +5,7 @@ import { colorEnabled, writeJson, writeJsonLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 import { renderStatusTable } from "../status-table.js";
 import { PuError } from "@pu/core/errors";
-
-/** The report narrowed to one agent (subscribe_status always sends the whole project). */
-export function onlyAgent(report: StatusReport, agentId: string): StatusReport {
-  const worktrees: StatusReport["worktrees"] = {};
-  for (const [id, wt] of Object.entries(report.worktrees)) {
-    const agent = wt.agents[agentId];
-    if (agent) worktrees[id] = { ...wt, agents: { [agentId]: agent } };
-  }
-  const rootAgent = report.agents[agentId];
-  return { ...report, worktrees, agents: rootAgent ? { [agentId]: rootAgent } : {} };
-}
+import { narrowToAgent } from "@pu/ipc/status-report";
 
 export default class StatusCommand extends PuCommand {
   static override paths = [["status"]];
@@ -69,7 +59,8 @@ export default class StatusCommand extends PuCommand {
   }
 
   private show(full: StatusReport, changed: unknown[]): void {
-    const report = this.agent === undefined ? full : onlyAgent(full, this.agent);
+    // subscribe_status always sends the whole project; an agent not (or no longer) in it shows nothing.
+    const report = this.agent === undefined ? full : (narrowToAgent(full, this.agent) ?? { ...full, worktrees: {}, agents: {} });
     if (this.json) {
       writeJsonLine({ report, changed });
       return;
