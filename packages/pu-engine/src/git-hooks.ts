@@ -21,6 +21,7 @@ import { existsSync, promises as fs, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import writeFileAtomic from "write-file-atomic";
 import { listDefinitions, loadDefinition, renderTemplate, type TriggerDefinition } from "@pu/core/definitions";
 import { PuError } from "@pu/core/errors";
 import { puDir, worktreesDir } from "@pu/core/paths";
@@ -114,10 +115,8 @@ export async function installWorktreeHooks(state: EngineState, root: string, wor
     await fs.mkdir(dir, { recursive: true });
     for (const event of Object.keys(HOOK_FILES) as HookEvent[]) {
       const file = path.join(dir, HOOK_FILES[event]);
-      const temp = `${file}.${process.pid}.tmp`;
-      await fs.writeFile(temp, hookScript({ root, home: state.home, event, node: process.execPath, cli, hooksDir: dir }), { mode: 0o755 });
-      await fs.chmod(temp, 0o755);
-      await fs.rename(temp, file);
+      // Unique temp names: two spawns installing hooks at once must not trip over each other.
+      await writeFileAtomic(file, hookScript({ root, home: state.home, event, node: process.execPath, cli, hooksDir: dir }), { mode: 0o755, fsync: true });
     }
     const flag = await git(root, ["config", "--local", "--get", "extensions.worktreeConfig"]).catch(() => "");
     if (flag !== "true") await git(root, ["config", "--local", "extensions.worktreeConfig", "true"]);

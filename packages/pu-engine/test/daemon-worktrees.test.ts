@@ -1,3 +1,4 @@
+import * as path from "node:path";
 import { existsSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -17,6 +18,23 @@ afterEach(cleanupAll);
 const enter = (text: string) => Buffer.from(`${text}\r`);
 
 describe("worktrees through the daemon", () => {
+  it("spawns into several new worktrees at once, each with pu's git hooks installed", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, i) => client.request("spawn", { projectRoot: repo.root, name: `parallel-${i}`, command: "sleep 60" })),
+    );
+    for (const r of results) if (r.status === "fulfilled") trackAgentPid(r.value.agent.pid);
+    const failures = results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []));
+    expect(failures).toEqual([]);
+    for (const r of results) {
+      if (r.status !== "fulfilled") continue;
+      const hooksPath = repo.git(["config", "--worktree", "--get", "core.hooksPath"], r.value.worktreePath);
+      expect(existsSync(path.join(hooksPath, "pre-commit"))).toBe(true);
+    }
+  });
+
   it("spawn creates a named worktree, diff shows the agent's work, merge brings it home, clean removes it", async () => {
     const daemon = await startTestDaemon();
     const client = await daemon.client();
