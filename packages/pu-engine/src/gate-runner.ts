@@ -2,10 +2,10 @@
 // Gate commands come only from trigger files in `<root>/.pu/triggers` or `$PU_HOME/triggers`,
 // which the user wrote, so running them through `/bin/sh -c` is the point, not a hole.
 import { spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { constants as osConstants } from "node:os";
 import path from "node:path";
+import writeFileAtomic from "write-file-atomic";
 import { puDir } from "@pu/core/paths";
 import type { GateRun } from "@pu/ipc/protocol";
 
@@ -177,21 +177,7 @@ async function appendNow(file: string, run: GateRun): Promise<void> {
   await fs.appendFile(file, `${JSON.stringify(run)}\n`);
   const lines = (await fs.readFile(file, "utf8")).split("\n").filter((line) => line.trim() !== "");
   if (lines.length <= GATE_RECORDS_KEPT) return;
-  const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  try {
-    const handle = await fs.open(temp, "w", 0o644);
-    try {
-      await handle.writeFile(`${lines.slice(-GATE_RECORDS_KEPT).join("\n")}\n`);
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await fs.rename(temp, file);
-  } catch (err) {
-    // A full disk must not leave half-written temp files beside the records.
-    await fs.rm(temp, { force: true });
-    throw err;
-  }
+  await writeFileAtomic(file, `${lines.slice(-GATE_RECORDS_KEPT).join("\n")}\n`, { fsync: true });
 }
 
 /** Every recorded run, oldest first; lines that do not parse (a torn write) are skipped. */

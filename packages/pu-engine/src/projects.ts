@@ -1,5 +1,6 @@
 import fs from "node:fs/promises";
 import path from "node:path";
+import writeFileAtomic from "write-file-atomic";
 
 interface ProjectsFile {
   version: 1;
@@ -73,14 +74,6 @@ export class ProjectRegistry {
       version: 1,
       projects: [...this.roots].map(([root, lastSeenAt]) => ({ root, lastSeenAt })),
     };
-    const tmp = path.join(path.dirname(this.filePath), `.projects.json.${process.pid}.${Date.now()}.tmp`);
-    const handle = await fs.open(tmp, "w", 0o600);
-    try {
-      await handle.writeFile(JSON.stringify(body, null, 2) + "\n");
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await fs.rename(tmp, this.filePath);
+    await writeFileAtomic(this.filePath, JSON.stringify(body, null, 2) + "\n", { mode: 0o600, fsync: true });
   }
 }

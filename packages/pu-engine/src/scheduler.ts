@@ -11,9 +11,9 @@
 // looks at it outside its own timer (at start, or after a save) fell due while nobody
 // was watching: it is not fired, it is counted in `.pu/schedule-state.json`
 // (`missedRuns`) and `nextRun` moves to the next future occurrence.
-import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import writeFileAtomic from "write-file-atomic";
 import {
   definitionPath,
   listDefinitions,
@@ -240,25 +240,9 @@ async function editScheduleFile(file: string, edits: Record<string, string | boo
       throw new PuError("CONFIG_ERROR", `${file}: cannot update ${key} without rewriting the file (is it flow-style YAML?)`);
     }
   }
-  await writeAtomically(file, after);
+  await writeFileAtomic(file, after, { fsync: true });
 }
 
-async function writeAtomically(file: string, text: string): Promise<void> {
-  const temp = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
-  try {
-    const mode = (await fs.stat(file).catch(() => undefined))?.mode ?? 0o644;
-    const handle = await fs.open(temp, "wx", mode & 0o777);
-    try {
-      await handle.writeFile(text, "utf8");
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    await fs.rename(temp, file);
-  } finally {
-    await fs.rm(temp, { force: true });
-  }
-}
 
 interface ScheduleStateFile {
   version: 1;
@@ -283,7 +267,7 @@ async function recordMissed(root: string, name: string, count: number, firstMiss
   const data = await readScheduleState(root);
   const previous = data.schedules[name]?.missedRuns ?? 0;
   data.schedules[name] = { missedRuns: previous + count, lastMissedAt: firstMissed.toISOString() };
-  await writeAtomically(scheduleStatePath(root), `${JSON.stringify(data, null, 2)}\n`);
+  await writeFileAtomic(scheduleStatePath(root), `${JSON.stringify(data, null, 2)}\n`, { fsync: true });
 }
 
 /** The `details` of a schedule in `definition_list`. Global schedules never fire, so their nextRun is null. */
