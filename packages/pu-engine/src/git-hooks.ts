@@ -30,6 +30,7 @@ import { shellQuote } from "./agent-launch.js";
 import { definitionScopes } from "./definitions-service.js";
 import { appendGateRun, runGate, toGateRun } from "./gate-runner.js";
 import type { EngineState } from "./state.js";
+import { isInside } from "./worktrees.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -128,10 +129,6 @@ export async function installWorktreeHooks(state: EngineState, root: string, wor
   return cli ? [] : [`the pu CLI was not found (PU_CLI_BIN unset): commits in ${worktreePath} fail while pre_commit/pre_push triggers exist`];
 }
 
-function isInside(dir: string, target: string): boolean {
-  const rel = path.relative(dir, target);
-  return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
-}
 
 /** The gates of every trigger listening to `event` (local wins over global), run in `cwd` and recorded. */
 export async function runHookGates(state: EngineState, root: string, event: HookEvent, cwd: string): Promise<GateResult> {

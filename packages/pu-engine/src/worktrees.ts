@@ -120,7 +120,8 @@ async function isAncestor(dir: string, ancestor: string, descendant: string): Pr
 // ---------------------------------------------------------------------------
 // Paths
 
-function isInside(parent: string, child: string): boolean {
+/** `child` lies strictly below `parent` (lexically; resolve real paths first where links matter). */
+export function isInside(parent: string, child: string): boolean {
   const rel = path.relative(parent, child);
   return rel.length > 0 && !rel.startsWith("..") && !path.isAbsolute(rel);
 }
