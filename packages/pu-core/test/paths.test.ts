@@ -103,15 +103,23 @@ describe("project paths", () => {
     const sub = join(project, "sub");
     mkdirSync(sub, { recursive: true });
     initProject(project);
+    initProject(join(project, "flagged"));
+    initProject(join(tmp, "from-env"));
     const env = { PU_PROJECT_ROOT: join(tmp, "from-env") };
     expect(resolveProjectRoot({ flag: "../flagged", env, cwd: sub })).toBe(join(project, "flagged"));
     expect(resolveProjectRoot({ env, cwd: sub })).toBe(join(tmp, "from-env"));
     expect(resolveProjectRoot({ env: {}, cwd: sub })).toBe(project);
   });
 
+  it("refuses an explicit root that was never initialized, naming it", () => {
+    const error = thrown(() => resolveProjectRoot({ flag: "typo", env: {}, cwd: tmp }));
+    expect(error.code).toBe("NOT_INITIALIZED");
+    expect(error.message).toBe(`no pu project at ${join(tmp, "typo")}; run \`pu init\` there first`);
+  });
+
   it("says to run pu init when there is no project", () => {
     const error = thrown(() => resolveProjectRoot({ env: {}, cwd: tmp }));
     expect(error.code).toBe("NOT_INITIALIZED");
-    expect(error.message).toBe(`no pu project at or above ${tmp}; run \`pu init\``);
+    expect(error.message).toBe(`no pu project at or above ${tmp}; run \`pu init\` first`);
   });
 });
