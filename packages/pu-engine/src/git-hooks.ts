@@ -30,7 +30,7 @@ import { shellQuote } from "./agent-launch.js";
 import { definitionScopes } from "./definitions-service.js";
 import { appendGateRun, runGate, toGateRun } from "./gate-runner.js";
 import type { EngineState } from "./state.js";
-import { isInside } from "./worktrees.js";
+import { isInside, withRepoLock } from "./worktrees.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -119,9 +119,11 @@ export async function installWorktreeHooks(state: EngineState, root: string, wor
       // Unique temp names: two spawns installing hooks at once must not trip over each other.
       await writeFileAtomic(file, hookScript({ root, home: state.home, event, node: process.execPath, cli, hooksDir: dir }), { mode: 0o755, fsync: true });
     }
-    const flag = await git(root, ["config", "--local", "--get", "extensions.worktreeConfig"]).catch(() => "");
-    if (flag !== "true") await git(root, ["config", "--local", "extensions.worktreeConfig", "true"]);
-    await git(worktreePath, ["config", "--worktree", "core.hooksPath", dir]);
+    await withRepoLock(root, async () => {
+      const flag = await git(root, ["config", "--local", "--get", "extensions.worktreeConfig"]).catch(() => "");
+      if (flag !== "true") await git(root, ["config", "--local", "extensions.worktreeConfig", "true"]);
+      await git(worktreePath, ["config", "--worktree", "core.hooksPath", dir]);
+    });
   } catch (err) {
     state.log.event("hooks_install_failed", { projectRoot: root, worktreePath, error: err });
     return [`pu's git hooks were not installed in ${worktreePath}: ${(err as Error).message}; pre_commit/pre_push gates will not run there`];

@@ -5,6 +5,7 @@ import { existsSync } from "node:fs";
 import * as fs from "node:fs/promises";
 import * as os from "node:os";
 import * as path from "node:path";
+import { Mutex } from "async-mutex";
 import { GitError, simpleGit, type SimpleGit } from "simple-git";
 import { PuError } from "@pu/core/errors";
 import type { DiffFile, WorktreeDiff } from "@pu/ipc/protocol";
@@ -20,13 +21,16 @@ class GitCommandError extends GitError {
     readonly stdout: string,
     readonly stderr: string,
   ) {
-    super(undefined, firstLine(stderr) || firstLine(stdout) || `git exited with status ${exitCode}`);
+    super(undefined, complaint(stderr) || complaint(stdout) || `git exited with status ${exitCode}`);
     this.name = "GitCommandError";
   }
 }
 
-function firstLine(text: string): string {
-  return text.split("\n").map((l) => l.trim()).find((l) => l.length > 0) ?? "";
+// git prints progress ("Preparing worktree ...") before the line that says what went wrong,
+// so the first fatal/error line is the one worth showing.
+function complaint(text: string): string {
+  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
+  return lines.find((l) => /^(fatal|error):/.test(l)) ?? lines[0] ?? "";
 }
 
 // simple-git resolves a command that exits non-zero with an empty stderr (e.g. `--quiet`
@@ -118,6 +122,27 @@ async function isAncestor(dir: string, ancestor: string, descendant: string): Pr
 }
 
 // ---------------------------------------------------------------------------
+// One repository change at a time
+
+const repoLocks = new Map<string, Mutex>();
+
+/**
+ * Runs `fn` while no other worktree, branch or merge operation of the daemon touches the
+ * project's repository. git is not safe against itself here: a `worktree add` reads every
+ * other worktree's admin files and fails on one that a concurrent add has half written, and
+ * two config writers collide on `.git/config.lock`. Not re-entrant: never nest.
+ */
+export function withRepoLock<T>(projectRoot: string, fn: () => Promise<T>): Promise<T> {
+  const key = path.resolve(projectRoot);
+  let lock = repoLocks.get(key);
+  if (!lock) {
+    lock = new Mutex();
+    repoLocks.set(key, lock);
+  }
+  return lock.runExclusive(fn);
+}
+
+// ---------------------------------------------------------------------------
 // Paths
 
 /** `child` lies strictly below `parent` (lexically; resolve real paths first where links matter). */
@@ -196,7 +221,11 @@ export interface CreatedWorktree {
   notes: string[];
 }
 
-export async function createWorktree(options: CreateWorktreeOptions): Promise<CreatedWorktree> {
+export function createWorktree(options: CreateWorktreeOptions): Promise<CreatedWorktree> {
+  return withRepoLock(options.projectRoot, () => createWorktreeLocked(options));
+}
+
+async function createWorktreeLocked(options: CreateWorktreeOptions): Promise<CreatedWorktree> {
   const { projectRoot, worktreesDir, worktreeId, name } = options;
   const branch = `pu/${name}`;
   const worktreePath = path.join(worktreesDir, worktreeId);
@@ -292,7 +321,11 @@ export interface RemovedWorktree {
   notes: string[];
 }
 
-export async function removeWorktree(options: RemoveWorktreeOptions): Promise<RemovedWorktree> {
+export function removeWorktree(options: RemoveWorktreeOptions): Promise<RemovedWorktree> {
+  return withRepoLock(options.projectRoot, () => removeWorktreeLocked(options));
+}
+
+async function removeWorktreeLocked(options: RemoveWorktreeOptions): Promise<RemovedWorktree> {
   const { projectRoot, worktreesDir, branch, deleteBranch = true } = options;
   const worktreePath = options.path;
   const notes: string[] = [];
@@ -458,7 +491,11 @@ export class MergeConflictError extends PuError {
   }
 }
 
-export async function mergeWorktree(options: MergeWorktreeOptions): Promise<MergeOutcome> {
+export function mergeWorktree(options: MergeWorktreeOptions): Promise<MergeOutcome> {
+  return withRepoLock(options.projectRoot, () => mergeWorktreeLocked(options));
+}
+
+async function mergeWorktreeLocked(options: MergeWorktreeOptions): Promise<MergeOutcome> {
   const { projectRoot, branch, baseBranch, strategy } = options;
   const worktreePath = options.path;
   const message = options.message ?? (strategy === "squash" ? `Squash ${branch}` : `Merge ${branch}`);
@@ -541,7 +578,11 @@ export interface GitWorktree {
 }
 
 /** Every checkout git knows for the repository, the main one first. */
-export async function listGitWorktrees(projectRoot: string): Promise<GitWorktree[]> {
+export function listGitWorktrees(projectRoot: string): Promise<GitWorktree[]> {
+  return withRepoLock(projectRoot, () => listGitWorktreesLocked(projectRoot));
+}
+
+async function listGitWorktreesLocked(projectRoot: string): Promise<GitWorktree[]> {
   const out = await gitOrFail(projectRoot, ["worktree", "list", "--porcelain", "-z"], "cannot list git worktrees");
   const worktrees: GitWorktree[] = [];
   for (const field of out.split("\0")) {
@@ -556,7 +597,7 @@ export async function listGitWorktrees(projectRoot: string): Promise<GitWorktree
 
 /** The directory where `branch` is checked out, if any worktree of the repository has it. */
 async function findCheckout(projectRoot: string, branch: string): Promise<string | null> {
-  const found = (await listGitWorktrees(projectRoot)).find((wt) => wt.branch === branch && existsSync(wt.path));
+  const found = (await listGitWorktreesLocked(projectRoot)).find((wt) => wt.branch === branch && existsSync(wt.path));
   return found?.path ?? null;
 }
 

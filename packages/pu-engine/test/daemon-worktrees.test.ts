@@ -35,6 +35,33 @@ describe("worktrees through the daemon", () => {
     }
   });
 
+  it("merges and cleans several worktrees at once: every merge lands on main and every worktree goes", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const spawned = [];
+    for (let i = 0; i < 5; i++) {
+      const s = await client.request("spawn", { projectRoot: repo.root, name: `batch-${i}`, command: "sleep 60" });
+      trackAgentPid(s.agent.pid);
+      repo.commit({ [`file-${i}.txt`]: `work ${i}\n` }, `work ${i}`, s.worktreePath);
+      spawned.push(s);
+    }
+    const merges = await Promise.allSettled(
+      spawned.map((s) => client.request("merge", { projectRoot: repo.root, worktreeId: s.worktreeId ?? "" })),
+    );
+    expect(merges.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []))).toEqual([]);
+    for (let i = 0; i < spawned.length; i++) expect(repo.git(["show", `main:file-${i}.txt`])).toBe(`work ${i}`);
+    expect(repo.git(["status", "--porcelain"])).toBe("");
+
+    const cleans = await Promise.allSettled(
+      spawned.map((s) => client.request("clean", { projectRoot: repo.root, worktreeId: s.worktreeId ?? "" })),
+    );
+    expect(cleans.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []))).toEqual([]);
+    for (const s of spawned) expect(existsSync(s.worktreePath ?? "")).toBe(false);
+    expect(repo.git(["branch", "--list", "pu/*"])).toBe("");
+    expect(repo.git(["worktree", "list", "--porcelain"]).match(/^worktree /gm)).toHaveLength(1);
+  });
+
   it("spawn creates a named worktree, diff shows the agent's work, merge brings it home, clean removes it", async () => {
     const daemon = await startTestDaemon();
     const client = await daemon.client();
