@@ -30,7 +30,7 @@ import { shellQuote } from "./agent-launch.js";
 import { definitionScopes } from "./definitions-service.js";
 import { appendGateRun, runGate, toGateRun } from "./gate-runner.js";
 import type { EngineState } from "./state.js";
-import { isInside, withRepoLock } from "./worktrees.js";
+import { gitTopLevel, isInside, withRepoLock } from "./worktrees.js";
 
 const execFileAsync = promisify(execFile);
 
@@ -134,10 +134,13 @@ export async function installWorktreeHooks(state: EngineState, root: string, wor
 
 /** The gates of every trigger listening to `event` (local wins over global), run in `cwd` and recorded. */
 export async function runHookGates(state: EngineState, root: string, event: HookEvent, cwd: string): Promise<GateResult> {
-  const dir = path.resolve(root, cwd);
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-    throw new PuError("INVALID_ARGUMENT", `gate directory ${dir} does not exist`);
+  const asked = path.resolve(root, cwd);
+  if (!existsSync(asked) || !statSync(asked).isDirectory()) {
+    throw new PuError("INVALID_ARGUMENT", `gate directory ${asked} does not exist`);
   }
+  // git runs hooks at the top of the checkout; a gate started by hand from a subdirectory
+  // must check the same tree, or `pnpm test` there would test only part of it.
+  const dir = (await gitTopLevel(asked)) ?? asked;
   const scopes = definitionScopes(state, root);
   const triggers: TriggerDefinition[] = [];
   for (const summary of await listDefinitions("trigger", scopes)) {

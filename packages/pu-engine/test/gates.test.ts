@@ -1,6 +1,6 @@
 // Git-hook gates: pre_commit triggers block commits in pu's worktrees (through the real
 // hook scripts the daemon installs and a real `git commit`), never in the main checkout.
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -82,6 +82,23 @@ describe("git-hook gates", () => {
     expect(result.runs[0]).toMatchObject({ triggerName: "no-forbidden", exitCode: 1, timedOut: false });
     const pushResult = await client.request("gate", { projectRoot: repo.root, event: "pre_push", cwd: worktree });
     expect(pushResult).toEqual({ passed: true, runs: [] });
+  });
+
+  it("a gate asked for from a subdirectory runs at the top of that checkout, as git's hooks do", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    mkdirSync(path.join(repo.root, ".pu", "triggers"), { recursive: true });
+    writeFileSync(path.join(repo.root, ".pu", "triggers", "where.yaml"), `on: pre_push\nsequence:\n  - gate: { run: "pwd; test -f README.md" }\n`);
+    const spawned = await client.request("spawn", { projectRoot: repo.root, command: FAKE_AGENT_COMMAND, name: "deep" });
+    trackAgentPid(spawned.agent.pid);
+    const worktree = spawned.worktreePath ?? "";
+    const subdir = path.join(worktree, "src", "nested");
+    mkdirSync(subdir, { recursive: true });
+
+    const result = await client.request("gate", { projectRoot: repo.root, event: "pre_push", cwd: subdir });
+    expect(result.runs[0]).toMatchObject({ passed: true, exitCode: 0 });
+    expect(result.runs[0]?.outputTail.trim()).toBe(realpathSync(worktree));
   });
 
   it("a gate killed by a signal reports 128 + that signal's number", async () => {
