@@ -14,6 +14,7 @@
 // function only when it first runs.
 import { spawnSync } from "node:child_process";
 import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -52,6 +53,48 @@ function preferEsmSiblings(packages) {
   };
 }
 
+
+/**
+ * clipanion's Cli reads process.stdin, stdout and stderr when its module loads (its static
+ * `defaultContext`) and copies them into every command's context. Touching process.stdin
+ * creates the stream: a net.Socket for a pipe, a tty.ReadStream, or for a file or /dev/null an
+ * fs.ReadStream, whose first use loads fs/promises (~5 ms). pu's commands use process.stdin
+ * themselves, so the context's streams become getters read only when something asks.
+ * Every edit must match exactly once: a clipanion that changed fails the build instead of
+ * silently losing the edit.
+ */
+function lazyClipanionContext() {
+  const edits = [
+    [
+      "    stdin: process.stdin,\n    stdout: process.stdout,\n    stderr: process.stderr,\n    colorDepth: getDefaultColorDepth(),\n",
+      "    get stdin() { return process.stdin; },\n    get stdout() { return process.stdout; },\n    get stderr() { return process.stderr; },\n    get colorDepth() { return getDefaultColorDepth(); },\n",
+    ],
+    [
+      "        const context = {\n            ...Cli.defaultContext,\n            ...userContext,\n        };\n        switch",
+      "        const context = lazyMergeContext(Cli.defaultContext, userContext);\n        switch",
+    ],
+    [
+      "        const context = {\n            ...Cli.defaultContext,\n            ...userContext,\n        };\n        const colored",
+      "        const context = lazyMergeContext(Cli.defaultContext, userContext);\n        const colored",
+    ],
+  ];
+  const helper = "\nfunction lazyMergeContext(defaults, user) {\n    return Object.defineProperties({}, { ...Object.getOwnPropertyDescriptors(defaults), ...Object.getOwnPropertyDescriptors(user ?? {}) });\n}\n";
+  return {
+    name: "lazy-clipanion-context",
+    setup(b) {
+      b.onLoad({ filter: /[/\\]clipanion[/\\]lib[/\\]advanced[/\\]Cli\.mjs$/ }, async (args) => {
+        let text = await readFile(args.path, "utf8");
+        for (const [from, to] of edits) {
+          const at = text.indexOf(from);
+          if (at < 0 || text.indexOf(from, at + 1) >= 0) throw new Error(`lazy-clipanion-context: ${args.path} no longer matches the expected source`);
+          text = text.replace(from, to);
+        }
+        return { contents: text + helper, loader: "js" };
+      });
+    },
+  };
+}
+
 rmSync(cachePath, { force: true });
 rmSync(inputsPath, { force: true });
 const { metafile } = await build({
@@ -64,21 +107,25 @@ const { metafile } = await build({
   target: "node20",
   // The daemon is a separate process the CLI only locates and spawns; never bundle it.
   external: ["@pu/engine", "@pu/engine/*"],
-  plugins: [preferEsmSiblings(["clipanion", "typanion"])],
+  plugins: [preferEsmSiblings(["clipanion", "typanion"]), lazyClipanionContext()],
   // `import("node:child_process")` becomes a lazy require: a vm.Script has no ESM loader hook.
   supported: { "dynamic-import": false },
   // The file is one function expression, compiled by bin/pu with vm.Script (so V8's code cache
   // applies) and called with CommonJS's module arguments. daemon-client.ts finds bin/pu and the
   // daemon through import.meta, which a CommonJS bundle does not have: these stand in for it.
+  // pu-ipc's client times requests out with performance.now(); Node's global `performance` loads
+  // perf_hooks (nine modules, ~0.6 ms of every command) the first time it is read, so the bundle
+  // gets the same monotonic milliseconds from process.hrtime (only differences are ever used).
   banner: {
     js: [
       "(function (exports, require, module, __filename, __dirname) {\"use strict\";",
       'const __puImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
+      "const __puPerformanceNow = () => Number(process.hrtime.bigint()) / 1e6;",
       'const __puImportMetaResolve = (specifier) => require("node:url").pathToFileURL(require("node:module").createRequire(__filename).resolve(specifier)).href;',
     ].join("\n"),
   },
   footer: { js: "})" },
-  define: { "import.meta.url": "__puImportMetaUrl", "import.meta.resolve": "__puImportMetaResolve" },
+  define: { "import.meta.url": "__puImportMetaUrl", "import.meta.resolve": "__puImportMetaResolve", "performance.now": "__puPerformanceNow" },
   minify: true,
   sourcemap: "external",
   legalComments: "none",
@@ -98,30 +145,70 @@ for (const input of Object.keys(metafile.inputs)) {
 }
 writeFileSync(inputsPath, [...witnesses.values()].map((file) => path.relative(path.dirname(bundlePath), file)).join("\n") + "\n");
 
-// V8's code cache for the bundle, made after the run `pu status --json` starts with (the
-// command pu's benchmark and scripts poll), stopped at "no pu project" before any daemon is
-// involved. Measured against a cache made after `pu --help` (every command module compiled,
-// a 270 KB cache): the smaller cache loads faster, and any other command compiles only its
-// own module. V8 rejects the cache on its own when the Node version, V8 flags or source
-// differ, and bin/pu then compiles from source: a stale or missing cache costs time, never
-// correctness. Made in a child so nothing of this build script's own state leaks into it.
+// V8's code cache for the bundle, made after a whole `pu status --json` (the command pu's
+// benchmark and scripts poll) against a stand-in daemon: pu-ipc's own server, answering hello
+// and status with a small report. The cache then holds what every daemon command runs first
+// (connect, hello, msgpack encode and decode, the reply) as well as clipanion and the status
+// command; a cache made from a run stopped at "no pu project" left those to compile at run
+// time (msgpackr's encoder alone ~1.5 ms). Measured against a cache made after `pu --help`
+// (every command module compiled, a 270 KB cache): the smaller cache loads faster, and any
+// other command compiles only its own module. V8 rejects the cache on its own when the Node
+// version, V8 flags or source differ, and bin/pu then compiles from source: a stale or missing
+// cache costs time, never correctness. Made in a child so nothing of this build script's own
+// state leaks into it, with its own temp PU_HOME so no real daemon is involved.
 const makeCache = `
 const fs = require("node:fs"), os = require("node:os"), path = require("node:path"), vm = require("node:vm");
-const [bundle, out] = process.argv.slice(1);
+const [bundle, out, serverModule, pathsModule] = process.argv.slice(1);
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "pu-cli-build-"));
-const script = new vm.Script(fs.readFileSync(bundle, "utf8"), { filename: bundle });
-const mod = { exports: {} };
-script.runInThisContext()(mod.exports, require, mod, bundle, path.dirname(bundle));
-process.stdout.write = process.stderr.write = () => true;
-// An uninitialized --project and an empty PU_HOME: the run can never reach or start a daemon.
-process.env.PU_HOME = path.join(scratch, "home");
-mod.exports
-  .main(["status", "--json", "--project", scratch])
-  .then(() => {
+const home = path.join(scratch, "home");
+const project = path.join(scratch, "project");
+const sampleReport = (projectRoot) => ({
+  projectRoot,
+  worktrees: {
+    "wt-build": {
+      id: "wt-build", name: "build", path: path.join(projectRoot, ".pu", "worktrees", "wt-build"), branch: "pu/build",
+      baseBranch: "main", status: "active", createdAt: "2026-01-01T00:00:00.000Z", mergedAt: null,
+      agents: { "ag-build": { id: "ag-build", name: "build", pid: 4242, status: "idle", exitCode: null, cols: 120, rows: 40, command: ["sh"], tags: [] } },
+    },
+  },
+  agents: { "ag-root": { id: "ag-root", name: "root", pid: 4241, status: "running", exitCode: null, cols: 120, rows: 40, command: ["sh"], tags: [] } },
+  createdAt: "2026-01-01T00:00:00.000Z",
+  updatedAt: "2026-01-01T00:00:00.000Z",
+});
+(async () => {
+  fs.mkdirSync(home, { mode: 0o700 });
+  const { socketPath, manifestPath } = await import(pathsModule);
+  fs.mkdirSync(path.dirname(manifestPath(project)), { recursive: true });
+  fs.writeFileSync(manifestPath(project), "{}");
+  const { createServer } = await import(serverModule);
+  const server = createServer({ socketPath: socketPath(home), handlers: { status: async (req) => sampleReport(req.projectRoot) } });
+  await server.listen();
+  try {
+    const script = new vm.Script(fs.readFileSync(bundle, "utf8"), { filename: bundle });
+    const mod = { exports: {} };
+    script.runInThisContext()(mod.exports, require, mod, bundle, path.dirname(bundle));
+    const writeErr = process.stderr.write.bind(process.stderr);
+    let errors = "";
+    process.stdout.write = () => true;
+    process.stderr.write = (chunk) => ((errors += chunk), true);
+    process.env.PU_HOME = home;
+    const code = await mod.exports.main(["status", "--json", "--project", project]);
+    process.stderr.write = writeErr;
+    if (code !== 0) throw new Error("pu status against the stand-in daemon exited " + code + ": " + errors.trim());
     fs.writeFileSync(out + ".tmp", script.createCachedData());
     fs.renameSync(out + ".tmp", out);
-  })
-  .finally(() => fs.rmSync(scratch, { recursive: true, force: true }));
+  } finally {
+    await server.close();
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+})().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
 `;
-const made = spawnSync(process.execPath, ["-e", makeCache, bundlePath, cachePath], { stdio: ["ignore", "ignore", "inherit"] });
+const made = spawnSync(
+  process.execPath,
+  ["-e", makeCache, bundlePath, cachePath, import.meta.resolve("@pu/ipc/server"), import.meta.resolve("@pu/core/paths")],
+  { stdio: ["ignore", "ignore", "inherit"] },
+);
 if (made.status !== 0) throw new Error(`making the code cache failed (exit ${made.status})`);
