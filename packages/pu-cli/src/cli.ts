@@ -17,6 +17,10 @@ export async function main(argv: readonly string[]): Promise<number> {
     matched !== undefined && !wantsHelp && !MANAGES_DAEMON_ITSELF.has(matched)
       ? import("./daemon-client.js").then((m) => (m.prewarmConnection(), m))
       : undefined;
+  // One turn of the event loop before clipanion and the command load: the socket connects and
+  // sends its hello in it, so the daemon answers while this process is busy loading (the hello
+  // round trip was otherwise waited out after loading, before the command's own request).
+  if (daemonClient !== undefined) await daemonClient.then(() => new Promise((resolve) => setImmediate(resolve)));
   try {
     return await run(input, matched);
   } finally {
