@@ -40,6 +40,76 @@ export function encodeFrame(msg: object, maxBytes = MAX_FRAME_BYTES): Buffer {
   return frame;
 }
 
+/** msgpack encodings of the binary fields' keys (e.g. "data"), made once each. */
+const encodedKeys = new Map<string, Buffer>();
+
+function encodedKey(key: string): Buffer {
+  let bytes = encodedKeys.get(key);
+  if (!bytes) {
+    bytes = Buffer.from(packr.pack(key));
+    encodedKeys.set(key, bytes);
+  }
+  return bytes;
+}
+
+/** Reads the header of the msgpack map at the start of `head`: its entry count and header length. */
+function mapHeader(head: Buffer): { count: number; length: number } {
+  const first = head[0]!;
+  if (first >= 0x80 && first <= 0x8f) return { count: first & 0x0f, length: 1 };
+  if (first === 0xde) return { count: head.readUInt16BE(1), length: 3 };
+  if (first === 0xdf) return { count: head.readUInt32BE(1), length: 5 };
+  throw new FrameError("cannot encode frame: message is not a map");
+}
+
+/**
+ * The same frame encodeFrame makes, for a message with one large binary field (an agent's
+ * output): the other fields go through msgpackr, the field's bytes are copied once, straight
+ * from `msg[key]` into a buffer that holds this frame alone. Through msgpackr they would be
+ * copied into its shared scratch buffer, and frames cut from one scratch buffer keep all of
+ * it alive while any of them waits in a socket: under a flood of output that retained
+ * memory cost the daemon a full garbage collection every few MB.
+ * `msg[key]` may be a view of memory that changes right after the call. `allocate(size)` supplies
+ * the frame's memory: exactly `size` bytes, e.g. the start of a reused buffer.
+ */
+export function encodeFrameWithBinary(
+  msg: Record<string, unknown>,
+  key: string,
+  maxBytes = MAX_FRAME_BYTES,
+  allocate: (size: number) => Buffer = Buffer.allocUnsafe,
+): Buffer {
+  const data = msg[key];
+  if (!(data instanceof Uint8Array)) return encodeFrame(msg, maxBytes);
+  const rest: Record<string, unknown> = { ...msg };
+  delete rest[key];
+  let head: Buffer;
+  try {
+    head = packr.pack(rest);
+  } catch (error) {
+    throw new FrameError(`cannot encode frame: ${(error as Error).message}`, { cause: error });
+  }
+  const map = mapHeader(head);
+  const count = map.count + 1;
+  const newMapHeaderBytes = count <= 0x0f ? 1 : count <= 0xffff ? 3 : 5;
+  const keyBytes = encodedKey(key);
+  const binHeaderBytes = data.length <= 0xff ? 2 : data.length <= 0xffff ? 3 : 5;
+  const bodyLength = newMapHeaderBytes + (head.length - map.length) + keyBytes.length + binHeaderBytes + data.length;
+  if (bodyLength > maxBytes) {
+    throw new FrameError(`frame of ${bodyLength} bytes exceeds the ${maxBytes}-byte limit`);
+  }
+  const frame = allocate(HEADER_BYTES + bodyLength);
+  let at = frame.writeUInt32BE(bodyLength, 0);
+  if (newMapHeaderBytes === 1) at = frame.writeUInt8(0x80 | count, at);
+  else if (newMapHeaderBytes === 3) at = frame.writeUInt16BE(count, frame.writeUInt8(0xde, at));
+  else at = frame.writeUInt32BE(count, frame.writeUInt8(0xdf, at));
+  at += head.copy(frame, at, map.length);
+  at += keyBytes.copy(frame, at);
+  if (binHeaderBytes === 2) at = frame.writeUInt8(data.length, frame.writeUInt8(0xc4, at));
+  else if (binHeaderBytes === 3) at = frame.writeUInt16BE(data.length, frame.writeUInt8(0xc5, at));
+  else at = frame.writeUInt32BE(data.length, frame.writeUInt8(0xc6, at));
+  frame.set(data, at);
+  return frame;
+}
+
 /** Decodes the frame body at source[start, end); it must be a msgpack map. */
 function decodeBody(source: Buffer, start: number, end: number): Record<string, unknown> {
   if (end === start) throw new FrameError("empty frame body");

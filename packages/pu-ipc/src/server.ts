@@ -3,7 +3,7 @@
 import { chmod, lstat, unlink } from "node:fs/promises";
 import { createConnection, createServer as createNetServer, type Server, type Socket } from "node:net";
 import { isPuError, type ErrorCode } from "@pu/core/errors";
-import { FrameDecoder, encodeFrame } from "./frame.js";
+import { FrameDecoder, MAX_FRAME_BYTES, encodeFrame, encodeFrameWithBinary } from "./frame.js";
 import {
   DAEMON_VERSION,
   PROTOCOL_VERSION,
@@ -21,11 +21,43 @@ export const DEFAULT_HIGH_WATER_BYTES = 1024 * 1024;
 /** How long close() lets a connection flush before cutting it. */
 const CLOSE_GRACE_MS = 2000;
 
+/**
+ * Output frames are built in a few buffers that are reused once the socket has written them,
+ * so a flood of output allocates nothing per frame. Allocated per frame, their memory (which
+ * lives outside V8's heap and is only counted against it) piled up faster than the cheap
+ * young-generation collections ran, and set off a full collection every few MB of output.
+ */
+class FrameBufferPool {
+  private readonly idle: Buffer[] = [];
+
+  constructor(
+    /** Frames up to this size are pooled (a viewer's output events stay well under it). */
+    readonly bufferBytes: number,
+    /** Buffers kept for reuse; more are made while a slow viewer holds many, and then dropped. */
+    private readonly maxIdle: number,
+  ) {}
+
+  take(): Buffer {
+    return this.idle.pop() ?? Buffer.allocUnsafeSlow(this.bufferBytes);
+  }
+
+  give(buffer: Buffer): void {
+    if (this.idle.length < this.maxIdle) this.idle.push(buffer);
+  }
+}
+
+const outputFramePool = new FrameBufferPool(256 * 1024, 8);
+/** Smaller frames are not pooled: Buffer.allocUnsafe already carves them out of a shared slab. */
+const POOLED_FRAME_MIN_BYTES = 4096;
+
 export interface ConnectionContext {
   readonly connectionId: number;
   /** The `client` the peer named in hello. */
   readonly clientName: string;
-  /** Writes an event; false once the socket holds more than the high-water mark (the event is still queued). */
+  /**
+   * Writes an event; false once the socket holds more than the high-water mark (the event is still queued).
+   * The event is encoded before send returns, so an output event's data may be a view of memory that changes next.
+   */
   send(event: EventFrame): boolean;
   bufferedBytes(): number;
   onClose(cb: () => void): void;
@@ -115,7 +147,11 @@ class Connection implements ConnectionContext {
 
   send(event: EventFrame): boolean {
     if (this.closed) return false;
-    this.write(event);
+    if (event.type === "output") {
+      if (!this.socket.writableEnded) this.writeOutput(event);
+    } else {
+      this.write(event);
+    }
     return this.socket.writableLength <= this.highWaterBytes;
   }
 
@@ -246,6 +282,24 @@ class Connection implements ConnectionContext {
     // An id the protocol does not allow (over 128 chars) is not echoed: it could push the reply past the frame limit.
     const frame: ErrorFrame = { type: "error", id: typeof id === "string" && id.length > 128 ? null : id, code, message };
     this.write(frame);
+  }
+
+  /** Output is most of what a daemon sends: its bytes are copied once, into a pooled frame buffer. */
+  private writeOutput(event: EventFrame): void {
+    let pooled: Buffer | undefined;
+    const frame = encodeFrameWithBinary(event as unknown as Record<string, unknown>, "data", MAX_FRAME_BYTES, (size) => {
+      // Small frames (an echoed keystroke) come from Node's own slab pool, with no write callback.
+      if (size < POOLED_FRAME_MIN_BYTES || size > outputFramePool.bufferBytes) return Buffer.allocUnsafe(size);
+      pooled = outputFramePool.take();
+      return pooled.subarray(0, size);
+    });
+    if (!pooled) {
+      this.socket.write(frame);
+      return;
+    }
+    const buffer = pooled;
+    // The callback comes once the socket is done with the bytes (written, or the write failed).
+    this.socket.write(frame, () => outputFramePool.give(buffer));
   }
 
   private write(msg: object): void {

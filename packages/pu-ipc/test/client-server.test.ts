@@ -430,6 +430,53 @@ describe("client and server over a real Unix socket", () => {
     await waitFor(() => peer.frames.length === sent + 2, "every queued event to arrive");
   });
 
+  it("delivers every output event intact to a reader that stalls and catches up (frame buffers are reused)", async () => {
+    // One scratch buffer rewritten after every send, as a viewer sends views of its ring:
+    // the bytes must be taken at send(), and a reused frame buffer must not be written
+    // over while its frame still waits in the socket.
+    const scratch = Buffer.alloc(200 * 1024);
+    const sizes = Array.from({ length: 120 }, (_, i) => [1, 4096, 65536, 131072 + 100, 199 * 1024][i % 5]!);
+    const expected = sizes.map((size, i) => Buffer.alloc(size, i % 251));
+    await startServer({
+      handlers: {
+        attach: async (req, ctx: ConnectionContext) => {
+          let next = 0;
+          const pump = () => {
+            while (next < sizes.length) {
+              expected[next]!.copy(scratch);
+              const more = ctx.send({ type: "output", id: req.id, agentId: req.agentId, data: scratch.subarray(0, sizes[next]), offset: next });
+              scratch.fill(0xee);
+              next++;
+              if (!more) {
+                ctx.onDrain(pump);
+                return;
+              }
+            }
+            ctx.send({ type: "exit", id: req.id, agentId: req.agentId, exitCode: 0 });
+          };
+          setImmediate(pump);
+          return { agentId: req.agentId, offset: 0, endOffset: 0, cols: 80, rows: 24, exited: false };
+        },
+      },
+    });
+    const client = await connect();
+    const stream = await client.openStream("attach", { agentId: "a" });
+    const events = stream[Symbol.asyncIterator]();
+    // Stall until the daemon's side has had to queue frames behind a full socket.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const received: Buffer[] = [];
+    for (;;) {
+      const { value } = await events.next();
+      if (!value || value.type === "exit") break;
+      if (value.type === "output") received.push(Buffer.from(value.data));
+    }
+    expect(received).toHaveLength(sizes.length);
+    received.forEach((data, i) => {
+      expect(data.length, `event ${i}`).toBe(sizes[i]);
+      expect(data.equals(expected[i]!), `event ${i} intact`).toBe(true);
+    });
+  });
+
   it("ends streams and connections on close() and removes the socket file", async () => {
     const { server } = await startServer();
     const client = await connect();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { FrameDecoder, FrameError, MAX_FRAME_BYTES, encodeFrame } from "../src/frame.js";
+import { FrameDecoder, FrameError, MAX_FRAME_BYTES, encodeFrame, encodeFrameWithBinary } from "../src/frame.js";
 
 function rawFrame(body: Buffer | number[]): Buffer {
   const bytes = Buffer.from(body);
@@ -92,5 +92,50 @@ describe("frame codec", () => {
 
   it("refuses to encode a message larger than the limit", () => {
     expect(() => encodeFrame({ data: Buffer.alloc(2048) }, 1024)).toThrow(FrameError);
+  });
+
+  describe("encodeFrameWithBinary", () => {
+    const pattern = (n: number) => Buffer.from(Array.from({ length: n }, (_, i) => (i * 7 + 3) % 256));
+
+    // Lengths at each msgpack bin header's edges: bin8, bin16, bin32.
+    it.each([0, 1, 255, 256, 65535, 65536, 70_000])("decodes to the same map as encodeFrame, %i data bytes", (length) => {
+      const msg = { type: "output", id: "stream-7", agentId: "a1b2c3", data: pattern(length), offset: 2 ** 40 + 5 };
+      const [viaBinary] = new FrameDecoder().push(encodeFrameWithBinary(msg, "data"));
+      const [viaPackr] = new FrameDecoder().push(encodeFrame(msg));
+      expect(viaBinary).toEqual(viaPackr);
+      expect((viaBinary!.data as Buffer).equals(msg.data)).toBe(true);
+    });
+
+    it("counts the binary field in a map that outgrows a fixmap", () => {
+      const msg: Record<string, unknown> = { type: "output", id: 1, data: pattern(10) };
+      for (let i = 0; i < 20; i++) msg[`k${i}`] = i;
+      const [decoded] = new FrameDecoder().push(encodeFrameWithBinary(msg, "data"));
+      expect(Object.keys(decoded!)).toHaveLength(23);
+      expect(decoded).toMatchObject({ k0: 0, k19: 19, type: "output" });
+    });
+
+    it("copies the bytes: changing the source after encoding changes nothing", () => {
+      const source = Buffer.from("before");
+      const frame = encodeFrameWithBinary({ type: "output", id: 1, data: source }, "data");
+      source.write("after!");
+      const [decoded] = new FrameDecoder().push(frame);
+      expect((decoded!.data as Buffer).toString()).toBe("before");
+    });
+
+    it("builds the frame in the memory allocate gives it", () => {
+      const backing = Buffer.alloc(1024);
+      const frame = encodeFrameWithBinary({ type: "output", id: 1, data: pattern(100) }, "data", MAX_FRAME_BYTES, (size) => backing.subarray(0, size));
+      expect(frame.buffer).toBe(backing.buffer);
+      expect(new FrameDecoder().push(frame)[0]).toMatchObject({ type: "output", id: 1 });
+    });
+
+    it("refuses a frame over the limit", () => {
+      expect(() => encodeFrameWithBinary({ type: "output", id: 1, data: pattern(2000) }, "data", 1000)).toThrow(FrameError);
+    });
+
+    it("encodes a message without binary data at that key like encodeFrame", () => {
+      const msg = { type: "exit", id: 3, exitCode: 0 };
+      expect(new FrameDecoder().push(encodeFrameWithBinary(msg, "data"))).toEqual([msg]);
+    });
   });
 });
