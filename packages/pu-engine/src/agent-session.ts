@@ -29,7 +29,10 @@ export interface SpawnOptions {
 
 /** Where a viewer's bytes go: typically one attached client connection. */
 export interface ViewerSink {
-  /** Returns false when the sink is over its high-water mark (the viewer then waits for onDrain). */
+  /**
+   * Returns false when the sink is over its high-water mark (the viewer then waits for onDrain).
+   * `data` is a view of the ring, valid only during the call: a sink that keeps it must copy it.
+   */
   sendOutput(data: Buffer, offset: number): boolean;
   sendNotice(message: string, skippedBytes: number): void;
   sendExit(exitCode: number): void;
@@ -54,8 +57,13 @@ export interface Viewer {
 /** How long after SIGTERM a still-running agent is also sent SIGHUP. */
 const HANGUP_AFTER_MS = 300;
 
-/** Largest piece of output sent to a viewer at once. */
-export const VIEWER_CHUNK_BYTES = 64 * 1024;
+/** While output streams, viewers are fed each time this much has arrived (see scheduleViewerPump)... */
+export const VIEWER_BATCH_BYTES = 64 * 1024;
+/**
+ * ...and a pump sends at most this much per event: room for a whole batch plus the read that
+ * completed it, so a batch goes out as one event instead of a full one and a small leftover.
+ */
+export const VIEWER_CHUNK_BYTES = 2 * VIEWER_BATCH_BYTES;
 /** A viewer stops being fed while its sink holds this much unsent data. */
 export const VIEWER_MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 /** After a chunk has proved meaningful, output is not judged again for this long (see handleData). */
@@ -280,9 +288,9 @@ export class AgentSession {
    * A PTY is read a few KiB at a time; sending each read as its own event cost a frame,
    * a socket write and a decode per 4 KiB. Small reads (echo, prompts, a redrawn line)
    * and output after a quiet spell go out at once; while large reads keep coming, what
-   * arrives within VIEWER_BATCH_MS goes out together. A batch never grows past one
-   * event's worth or a quarter of the ring, so waiting cannot cost an up-to-date viewer
-   * any bytes.
+   * arrives within VIEWER_BATCH_MS goes out together. A batch never grows past
+   * VIEWER_BATCH_BYTES or a quarter of the ring, so waiting cannot cost an up-to-date
+   * viewer any bytes.
    */
   private scheduleViewerPump(now: number, readBytes: number): void {
     if (this.viewers.size === 0) return;
@@ -290,7 +298,7 @@ export class AgentSession {
     if (
       readBytes < VIEWER_BATCH_MIN_READ_BYTES ||
       now - this.lastViewerPumpAt >= VIEWER_BATCH_MS ||
-      batched >= Math.min(VIEWER_CHUNK_BYTES, this.ring.capacity / 4)
+      batched >= Math.min(VIEWER_BATCH_BYTES, this.ring.capacity / 4)
     ) {
       clearTimeout(this.viewerPumpTimer);
       this.viewerPumpTimer = undefined;
@@ -489,7 +497,8 @@ class RingViewer implements Viewer {
         this.waitForDrain();
         return;
       }
-      const { data, offset } = ring.read(this.next, VIEWER_CHUNK_BYTES);
+      // No copy here: the sink encodes the bytes straight out of the ring before it returns.
+      const { data, offset } = ring.view(this.next, VIEWER_CHUNK_BYTES);
       this.next = offset + data.length;
       if (!this.sink.sendOutput(data, offset)) {
         this.waitForDrain();

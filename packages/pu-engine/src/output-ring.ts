@@ -63,6 +63,18 @@ export class OutputRing {
     return { data: this.copyOut(offset, length), offset };
   }
 
+  /**
+   * Like read, without the copy: a view of the ring's own memory, valid only until the next
+   * append. It ends where the ring wraps around, so it can be shorter than asked even
+   * when more is held; read on from its end for the rest.
+   */
+  view(fromOffset: number = this.startOffset, maxBytes: number = Infinity): RingSlice {
+    const offset = Math.min(Math.max(fromOffset, this.startOffset), this.total);
+    const at = offset % this.capacity;
+    const length = Math.max(0, Math.min(this.total - offset, maxBytes, this.capacity - at));
+    return { data: this.buffer.subarray(at, at + length), offset };
+  }
+
   /** The last `bytes` bytes held (fewer if the ring holds less). */
   tail(bytes: number): RingSlice {
     return this.read(Math.max(this.startOffset, this.total - bytes));

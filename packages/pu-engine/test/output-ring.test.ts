@@ -89,4 +89,44 @@ describe("OutputRing", () => {
     }
     expect(ring.endOffset).toBe(all.length);
   });
+
+  it("view() hands out the held bytes in place: up to the wrap point, then the rest from where it ended", () => {
+    const ring = new OutputRing(10);
+    ring.append(Buffer.from("0123456789abcd")); // holds 456789abcd; "abcd" sits at the start of the buffer
+    const first = ring.view(5);
+    expect(first.offset).toBe(5);
+    expect(text(first.data)).toBe("56789");
+    const second = ring.view(first.offset + first.data.length);
+    expect(text(second.data)).toBe("abcd");
+    expect(ring.view(second.offset + second.data.length).data.length).toBe(0);
+    // Clamped like read(): overwritten bytes are skipped, and maxBytes is honoured.
+    expect(ring.view(0, 3)).toMatchObject({ offset: 4 });
+    expect(text(ring.view(0, 3).data)).toBe("456");
+    // A view is the ring's own memory: the next append shows through it.
+    const live = ring.view(10, 2);
+    ring.append(Buffer.from("XYZWVUTSRQ"));
+    expect(text(live.data)).not.toBe("ab");
+  });
+
+  it("view() pieces put together equal read() over many random appends", () => {
+    const ring = new OutputRing(29);
+    let seed = 11;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let i = 0; i < 300; i++) {
+      ring.append(Buffer.from(Array.from({ length: Math.floor(random() * 40) }, (_, k) => 65 + ((i + k) % 26))));
+      const from = Math.floor(random() * (ring.endOffset + 5));
+      const expected = ring.read(from);
+      const pieces: Buffer[] = [];
+      let at = expected.offset;
+      while (at < ring.endOffset) {
+        const piece = ring.view(at, 1 + Math.floor(random() * 30));
+        expect(piece.offset).toBe(at);
+        expect(piece.data.length).toBeGreaterThan(0);
+        pieces.push(Buffer.from(piece.data));
+        at += piece.data.length;
+      }
+      expect(text(Buffer.concat(pieces))).toBe(text(expected.data));
+    }
+  });
 });
+
