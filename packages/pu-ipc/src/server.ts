@@ -29,24 +29,34 @@ const CLOSE_GRACE_MS = 2000;
  */
 class FrameBufferPool {
   private readonly idle: Buffer[] = [];
+  private outstanding = 0;
 
   constructor(
-    /** Frames up to this size are pooled (a viewer's output events stay well under it). */
+    /** Frames up to this size are pooled (a viewer's output events, at most 128 KiB, fit). */
     readonly bufferBytes: number,
-    /** Buffers kept for reuse; more are made while a slow viewer holds many, and then dropped. */
+    /** Buffers kept for reuse while no output flows. */
     private readonly maxIdle: number,
+    /**
+     * Buffers out at once, across all connections: slow viewers queue frames for a long
+     * time, and each would pin a whole buffer however small its frame.
+     */
+    private readonly maxOutstanding: number,
   ) {}
 
-  take(): Buffer {
+  /** A buffer to build one frame in, or undefined when too many are out (allocate instead). */
+  take(): Buffer | undefined {
+    if (this.outstanding >= this.maxOutstanding) return undefined;
+    this.outstanding++;
     return this.idle.pop() ?? Buffer.allocUnsafeSlow(this.bufferBytes);
   }
 
   give(buffer: Buffer): void {
+    this.outstanding--;
     if (this.idle.length < this.maxIdle) this.idle.push(buffer);
   }
 }
 
-const outputFramePool = new FrameBufferPool(256 * 1024, 8);
+const outputFramePool = new FrameBufferPool(160 * 1024, 8, 32);
 /** Smaller frames are not pooled: Buffer.allocUnsafe already carves them out of a shared slab. */
 const POOLED_FRAME_MIN_BYTES = 4096;
 
@@ -289,9 +299,8 @@ class Connection implements ConnectionContext {
     let pooled: Buffer | undefined;
     const frame = encodeFrameWithBinary(event as unknown as Record<string, unknown>, "data", MAX_FRAME_BYTES, (size) => {
       // Small frames (an echoed keystroke) come from Node's own slab pool, with no write callback.
-      if (size < POOLED_FRAME_MIN_BYTES || size > outputFramePool.bufferBytes) return Buffer.allocUnsafe(size);
-      pooled = outputFramePool.take();
-      return pooled.subarray(0, size);
+      if (size >= POOLED_FRAME_MIN_BYTES && size <= outputFramePool.bufferBytes) pooled = outputFramePool.take();
+      return pooled ? pooled.subarray(0, size) : Buffer.allocUnsafe(size);
     });
     if (!pooled) {
       this.socket.write(frame);
