@@ -4,7 +4,8 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAKE_AGENT_COMMAND, PuSandbox } from "../helpers/pu-sandbox.js";
-import { isProcessAlive } from "../helpers/wait-for.js";
+import { runPuOnPty } from "../helpers/pty-pu.js";
+import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
 
 describe("pu daemon end to end", { timeout: 120_000 }, () => {
   let sb: PuSandbox;
@@ -44,6 +45,33 @@ describe("pu daemon end to end", { timeout: 120_000 }, () => {
     // Shutdown records the agents it stopped as suspended, so `pu play` can bring them back.
     const after = await sb.agent(agent.agentId);
     expect(after).toMatchObject({ live: false, suspended: true, status: "waiting" });
+  });
+
+  it("attached viewers, followers and watchers are told the daemon stopped and how to resume their agent, and exit 4", async () => {
+    const agent = await sb.spawnAgent(["--root", "--command", FAKE_AGENT_COMMAND]);
+    await sb.waitForLogs(agent.agentId, "fake-agent ready");
+    const follower = sb.startPu(["logs", agent.agentId, "--follow"]);
+    const watcher = sb.startPu(["status", "--watch", "--json"]);
+    const attached = runPuOnPty(sb, ["attach", agent.agentId]);
+    try {
+      await waitFor("the follower's replay", () => follower.output().includes("fake-agent ready"));
+      await waitFor("the watcher's first report", () => watcher.output().includes(agent.agentId));
+      await attached.seen("fake-agent ready");
+
+      await sb.ok(["daemon", "stop"]);
+      expect((await attached.exited).exitCode).toBe(4);
+      const screen = attached.screen();
+      expect(screen).toContain(`[pu: the pu daemon is stopping; ${agent.agentId} is suspended`);
+      expect(screen).toContain(`[detached from ${agent.agentId}: the pu daemon stopped]`);
+    } finally {
+      attached.kill();
+    }
+    const [followed, watched] = await Promise.all([follower.exited, watcher.exited]);
+    expect(followed.code).toBe(4);
+    expect(follower.stderr().trim()).toBe(`pu: the pu daemon is stopping; ${agent.agentId} is suspended (\`pu play ${agent.agentId}\` resumes it)`);
+    expect(watched.code).toBe(4);
+    expect(watcher.stderr()).toContain("the pu daemon is stopping; its running agents are suspended");
+    expect(await sb.agent(agent.agentId)).toMatchObject({ suspended: true, status: "waiting" });
   });
 
   it("daemon restart replaces the running daemon with a new one", async () => {

@@ -34,6 +34,7 @@ export async function followOutput(client: Client, { agentId, fromOffset, json }
   // An agent that already exited sends its remaining replay and nothing more.
   let exitCode: number | undefined = result.exited ? (result.exitCode ?? -1) : undefined;
   let position = result.offset;
+  let shutdownMessage: string | undefined;
   try {
     if (exitCode === undefined || position < result.endOffset) {
       for await (const event of stream) {
@@ -43,6 +44,9 @@ export async function followOutput(client: Client, { agentId, fromOffset, json }
           if (result.exited && position >= result.endOffset) break;
         } else if (event.type === "exit") {
           exitCode = event.exitCode;
+          break;
+        } else if (event.type === "notice" && event.code === "SHUTDOWN") {
+          shutdownMessage = event.message;
           break;
         } else if (event.type === "notice") {
           process.stderr.write(`pu: ${event.message}\n`);
@@ -59,5 +63,5 @@ export async function followOutput(client: Client, { agentId, fromOffset, json }
     return 0;
   }
   if (interrupted) return 0;
-  throw new PuError("DAEMON_UNAVAILABLE", `lost the connection to the pu daemon while following ${agentId}`);
+  throw new PuError("DAEMON_UNAVAILABLE", shutdownMessage ?? `lost the connection to the pu daemon while following ${agentId}`);
 }

@@ -152,6 +152,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
         state.scheduler?.stop();
         state.triggers?.stop();
         activeLog.event("shutdown_begin", { reason });
+        // Queued ahead of the close, so each stream's last frame says why it ends.
+        for (const notice of state.shutdownNotices) notice();
         try {
           await activeServer.close();
         } catch (err) {

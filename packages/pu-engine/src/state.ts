@@ -53,6 +53,12 @@ export class EngineState {
   readonly resuming = new Set<string>();
   /** True once shutdown began: no new agents may start. */
   stopping = false;
+  /**
+   * One per open attach or status stream: says, on its connection, that the daemon is
+   * stopping. Without it a viewer sees only a dropped connection and cannot tell a crash
+   * (agent fate unknown) from a stop (agent suspended, `pu play` brings it back).
+   */
+  readonly shutdownNotices = new Set<() => void>();
   /** Set by the daemon: begins the shutdown sequence (after the current reply is sent). */
   requestShutdown: () => void = () => undefined;
   /** Set by the daemon once started (trigger-runner.ts); absent while recovering. */

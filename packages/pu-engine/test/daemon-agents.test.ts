@@ -341,9 +341,15 @@ describe("agents through the daemon", () => {
     const repo = await makeProject(client);
     const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND });
     trackAgentPid(spawned.agent.pid);
+    const viewer = collectEvents(await (await daemon.client("viewer")).openStream("attach", { agentId: spawned.agentId }));
+    const watcher = collectEvents(await (await daemon.client("watcher")).openStream("subscribe_status", { projectRoot: repo.root }));
     await client.request("shutdown", {});
     expect((await daemon.exited).code).toBe(0);
     expect(manifestAgent(repo.root, spawned.agentId)).toMatchObject({ status: "waiting", suspended: true });
+    // Each open stream is told why its connection ends, as its last frame.
+    await Promise.all([viewer.done, watcher.done]);
+    expect(viewer.events.at(-1)).toMatchObject({ type: "notice", code: "SHUTDOWN", message: expect.stringContaining(`pu play ${spawned.agentId}`) });
+    expect(watcher.events.at(-1)).toMatchObject({ type: "notice", code: "SHUTDOWN" });
     expect(isProcessAlive(spawned.agent.pid ?? -1)).toBe(false);
   });
 });

@@ -6,7 +6,7 @@ import { followOutput } from "../follow.js";
 import { parseDetachKey } from "../keys.js";
 import { PuCommand } from "../pu-command.js";
 
-type Outcome = { kind: "detached" } | { kind: "exited"; code: number } | { kind: "signal"; signal: NodeJS.Signals } | { kind: "lost" };
+type Outcome = { kind: "detached" } | { kind: "exited"; code: number } | { kind: "signal"; signal: NodeJS.Signals } | { kind: "lost" } | { kind: "shutdown" };
 
 export default class AttachCommand extends PuCommand {
   static override paths = [["attach"]];
@@ -59,6 +59,10 @@ export default class AttachCommand extends PuCommand {
         return 0;
       case "lost":
         process.stderr.write(`\n[lost the connection to the pu daemon; ${this.agentId} may still be running]\n`);
+        return 4;
+      case "shutdown":
+        // The daemon's notice, already on screen, said what became of the agent.
+        process.stderr.write(`\n[detached from ${this.agentId}: the pu daemon stopped]\n`);
         return 4;
     }
   }
@@ -123,6 +127,7 @@ export default class AttachCommand extends PuCommand {
         } else if (event.type === "notice") {
           // Raw mode: no output post-processing, so the line needs its own carriage return.
           process.stdout.write(`\r\n[pu: ${event.message}]\r\n`);
+          if (event.code === "SHUTDOWN") finish({ kind: "shutdown" });
         }
         if (outcome) break;
       }

@@ -46,6 +46,7 @@ export default class StatusCommand extends PuCommand {
       this.show(stream.result, []);
       for await (const event of stream) {
         if (event.type === "status_event") this.show(event.report, event.changed);
+        else if (event.type === "notice" && event.code === "SHUTDOWN") throw new PuError("DAEMON_UNAVAILABLE", event.message);
       }
     } catch (error) {
       if (!interrupted) throw error;

@@ -33,7 +33,17 @@ export async function handleAttach(state: EngineState, req: RequestOf<"attach">,
   };
   // The viewer starts sending on the next turn, after this reply has been queued.
   const viewer = session.addViewer(req.fromOffset, sink);
-  ctx.onClose(() => viewer.close());
+  const noticeShutdown = () => {
+    const message = session.exitCode === null
+      ? `the pu daemon is stopping; ${agentId} is suspended (\`pu play ${agentId}\` resumes it)`
+      : "the pu daemon is stopping";
+    ctx.send({ type: "notice", id, agentId, code: "SHUTDOWN", message });
+  };
+  state.shutdownNotices.add(noticeShutdown);
+  ctx.onClose(() => {
+    state.shutdownNotices.delete(noticeShutdown);
+    viewer.close();
+  });
   const result: AttachResult = {
     agentId,
     offset: viewer.startOffset,

@@ -9,5 +9,11 @@ export async function handleSubscribeStatus(
   ctx: ConnectionContext,
 ): Promise<StatusReport> {
   const root = await state.project(req.projectRoot);
-  return state.statusWatch.subscribe(root, req.id, ctx, await state.store.read(root));
+  const report = await state.statusWatch.subscribe(root, req.id, ctx, await state.store.read(root));
+  const noticeShutdown = () => {
+    ctx.send({ type: "notice", id: req.id, code: "SHUTDOWN", message: "the pu daemon is stopping; its running agents are suspended (`pu play ID` resumes one)" });
+  };
+  state.shutdownNotices.add(noticeShutdown);
+  ctx.onClose(() => state.shutdownNotices.delete(noticeShutdown));
+  return report;
 }

@@ -9,7 +9,7 @@ export default class DaemonStopCommand extends PuCommand {
   static override usage = Command.Usage({
     category: "Daemon",
     description: "Stop the pu daemon and every agent it runs",
-    details: "Agents are recorded in the manifest; resumable ones can be brought back with `pu play` after the daemon restarts.",
+    details: "Agents are recorded in the manifest; resumable ones can be brought back with `pu play` after the daemon restarts. Anyone attached, following logs or watching status is told so, and their command exits 4.",
     examples: [["Stop it", "$0 daemon stop"]],
   });
 
