@@ -185,14 +185,27 @@ const INVESTIGATION = `## What the benchmarks found, and what was changed
   in pu-engine's \`AgentSession\` by reading the rest from the PTY fd before it
   is closed; the direct node-pty reference here is unpatched, so it can still
   come up a few KB short (the byte counts are in the notes).
-- **Throughput swings between ≈ 0.66× and 0.88× from run to run.** Measured
-  apart: with no viewer attached the daemon drains the same \`cat\` at the
-  direct node-pty rate (63–71 MB/s); with one viewer both the daemon and the
-  viewer run at 54–59 MB/s. The cost is a third busy process (the viewer
-  decoding frames) beside \`cat\` and the daemon on this 2-core machine, not a
-  stall in pu: the daemon is ≈ 75 % idle during the run and no viewer ever
-  fell behind the ring. The ratio therefore sits at the 0.8× target's edge
-  and moves with whatever else the machine is doing.
+- **Throughput swung between ≈ 0.66× and 0.88× from run to run (median
+  0.74×).** With no viewer attached the daemon drained the same \`cat\` at the
+  direct node-pty rate; with one viewer, a perf profile of the daemon showed
+  full V8 garbage collections every ≈ 7 MB of output (31–57 per run): msgpackr
+  packed each output frame into a shared scratch buffer that frames queued in
+  the socket kept alive, and every event also copied its bytes out of the ring.
+  Fix in pu-ipc and pu-engine: output frames are built by hand
+  (\`encodeFrameWithBinary\`, the same msgpack bytes on the wire) in a bounded
+  pool of reused buffers, viewers are sent views of the ring rather than
+  copies, and a 64 KiB batch goes out as one event. Full GCs per run 31–57 → 0,
+  daemon CPU per 213 MB 2.08 s → 1.54 s, ratio 0.74× → 0.81–0.85× in the
+  runs since. What is left is mostly the kernel's PTY read path (which the
+  direct reader pays too) and the viewer sharing two cores with \`cat\` and
+  the daemon, so the figure still moves a few points with machine load.
+- **\`pu status\` warm was 1.31× after the bundle.** Fix in pu-cli: the code
+  cache is recorded from a whole \`status --json\` round trip against a
+  stand-in daemon (the encoder, client and reply code were compiled on every
+  run before), clipanion no longer creates \`process.stdin\` at load, the
+  hello goes out before clipanion loads, and \`bin/pu\` exits once its stdout
+  and stderr have flushed instead of waiting for the daemon to close the
+  socket and for Node's full teardown (≈ 1.2× since).
 `;
 
 async function main() {
