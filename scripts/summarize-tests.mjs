@@ -1,4 +1,5 @@
 // Sums the vitest JSON reports of every package into the one closing line CI reads.
+// Arguments name=exitCode (e.g. lint=0 typecheck=2) add the other checks of the run.
 import { existsSync, readFileSync } from "node:fs";
 
 const reports = ["packages/pu-core", "packages/pu-ipc", "packages/pu-engine", "packages/pu-cli", "tests"]
@@ -21,5 +22,14 @@ for (const path of reports) {
   failed += report.testResults.filter((r) => r.status === "failed" && r.assertionResults.length === 0).length;
 }
 failed += missing;
+// Lint and typecheck are checks too: one that failed counts once, so the closing line never
+// reads "0 failed" for a run that failed.
+for (const arg of process.argv.slice(2)) {
+  const [name, code] = arg.split("=");
+  if (code !== "0") {
+    failed += 1;
+    console.error(`summarize-tests: ${name} failed (exit ${code})`);
+  }
+}
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
 process.exit(failed > 0 || passed === 0 ? 1 : 0);
