@@ -5,6 +5,8 @@ import { PuError } from "@pu/core/errors";
 import { findAgent, listAgents, type AgentEntry, type AgentStatus, type Manifest, type WorktreeEntry } from "@pu/core/manifest";
 import { ManifestStore } from "@pu/core/manifest-store";
 import { manifestPath } from "@pu/core/paths";
+import type { NoticeEvent } from "@pu/ipc/protocol";
+import type { ConnectionContext } from "@pu/ipc/server";
 import type { AgentSession } from "./agent-session.js";
 import type { DaemonLog } from "./daemon-log.js";
 import type { ProjectRegistry } from "./projects.js";
@@ -171,6 +173,13 @@ export function registerSession(state: EngineState, placement: SessionPlacement)
 }
 
 /** Forgets a session (its ring included): after clean, a second kill, or a resume replacing it. */
+/** Has the stream's connection sent `notice()` when the daemon begins to stop, for as long as it is open. */
+export function noticeOnShutdown(state: EngineState, ctx: ConnectionContext, notice: () => NoticeEvent): void {
+  const send = () => void ctx.send(notice());
+  state.shutdownNotices.add(send);
+  ctx.onClose(() => state.shutdownNotices.delete(send));
+}
+
 export function dropSession(state: EngineState, agentId: string): void {
   state.statusWatch.untrack(agentId);
   state.sessions.delete(agentId);

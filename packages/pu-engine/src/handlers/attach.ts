@@ -1,7 +1,7 @@
 import type { AttachResult, RequestOf } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
 import type { ViewerSink } from "../agent-session.js";
-import { requireSession, type EngineState } from "../state.js";
+import { noticeOnShutdown, requireSession, type EngineState } from "../state.js";
 
 /**
  * Replies with where the replay starts, then streams output/notice/exit events for this
@@ -33,17 +33,16 @@ export async function handleAttach(state: EngineState, req: RequestOf<"attach">,
   };
   // The viewer starts sending on the next turn, after this reply has been queued.
   const viewer = session.addViewer(req.fromOffset, sink);
-  const noticeShutdown = () => {
-    const message = session.exitCode === null
+  ctx.onClose(() => viewer.close());
+  noticeOnShutdown(state, ctx, () => ({
+    type: "notice",
+    id,
+    agentId,
+    code: "SHUTDOWN",
+    message: session.exitCode === null
       ? `the pu daemon is stopping; ${agentId} is suspended (\`pu play ${agentId}\` resumes it)`
-      : "the pu daemon is stopping";
-    ctx.send({ type: "notice", id, agentId, code: "SHUTDOWN", message });
-  };
-  state.shutdownNotices.add(noticeShutdown);
-  ctx.onClose(() => {
-    state.shutdownNotices.delete(noticeShutdown);
-    viewer.close();
-  });
+      : "the pu daemon is stopping",
+  }));
   const result: AttachResult = {
     agentId,
     offset: viewer.startOffset,

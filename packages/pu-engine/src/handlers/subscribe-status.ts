@@ -1,6 +1,6 @@
 import type { RequestOf, StatusReport } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
-import type { EngineState } from "../state.js";
+import { noticeOnShutdown, type EngineState } from "../state.js";
 
 /** Replies with the report now; status_event frames follow on this connection until it closes. */
 export async function handleSubscribeStatus(
@@ -10,10 +10,11 @@ export async function handleSubscribeStatus(
 ): Promise<StatusReport> {
   const root = await state.project(req.projectRoot);
   const report = await state.statusWatch.subscribe(root, req.id, ctx, await state.store.read(root));
-  const noticeShutdown = () => {
-    ctx.send({ type: "notice", id: req.id, code: "SHUTDOWN", message: "the pu daemon is stopping; its running agents are suspended (`pu play ID` resumes one)" });
-  };
-  state.shutdownNotices.add(noticeShutdown);
-  ctx.onClose(() => state.shutdownNotices.delete(noticeShutdown));
+  noticeOnShutdown(state, ctx, () => ({
+    type: "notice",
+    id: req.id,
+    code: "SHUTDOWN",
+    message: "the pu daemon is stopping; its running agents are suspended (`pu play ID` resumes one)",
+  }));
   return report;
 }
