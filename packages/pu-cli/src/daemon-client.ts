@@ -48,6 +48,7 @@ export function prewarmConnection(home: string = daemonHome()): void {
   prewarmed = { home, client: tryConnectDaemon(home).catch(() => undefined) };
 }
 
+/** @public cli.ts calls it on the dynamically imported module, which knip cannot trace. */
 export async function releasePrewarmed(): Promise<void> {
   const pending = prewarmed;
   prewarmed = undefined;
@@ -81,13 +82,13 @@ export async function withDaemon<T>(fn: (client: Client) => Promise<T>, options?
 }
 
 /** The `pu-engine` bin next to the `@pu/engine` package's daemon entry; the CLI never imports engine code. */
-export function daemonBinPath(): string {
+function daemonBinPath(): string {
   const daemonEntry = fileURLToPath(import.meta.resolve("@pu/engine/daemon"));
   return path.join(path.dirname(daemonEntry), "..", "bin", "pu-engine");
 }
 
 /** This CLI's own `bin/pu`, next to the `dist/` this module runs from. */
-export function cliBinPath(): string {
+function cliBinPath(): string {
   return path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "bin", "pu");
 }
 

@@ -215,7 +215,7 @@ export abstract class DefinitionDeleteCommand extends DefinitionCommand {
 }
 
 /** Local files relative to the project root, global ones as they are. */
-export function displayPath(file: string, root: string | undefined): string {
+function displayPath(file: string, root: string | undefined): string {
   if (root === undefined) return file;
   const rel = path.relative(root, file);
   return rel.startsWith("..") || path.isAbsolute(rel) ? file : rel;

@@ -25,12 +25,12 @@ const KEY_ALIASES: Record<string, string> = { Esc: "Escape", Return: "Enter", De
 // Control characters beyond C-a..C-z that a terminal can produce with Ctrl held.
 const CONTROL_PUNCTUATION: Record<string, number> = { "@": 0x00, "[": 0x1b, "\\": 0x1c, "]": 0x1d, "^": 0x1e, _: 0x1f };
 
-export function validKeyNames(): string[] {
+function validKeyNames(): string[] {
   return ["C-a..C-z", "C-@", "C-[", "C-\\", "C-]", "C-^", "C-_", ...Object.keys(NAMED_KEYS)];
 }
 
 /** The byte of a `C-x` style control key, or undefined when `name` is not one. */
-export function controlKeyByte(name: string): number | undefined {
+function controlKeyByte(name: string): number | undefined {
   const m = /^C-(.)$/i.exec(name);
   if (!m) return undefined;
   const ch = m[1]!;

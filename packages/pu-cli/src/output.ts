@@ -1,9 +1,8 @@
 import { exitCodeFor, isPuError } from "@pu/core/errors";
 import { CliUsageError } from "./usage-error.js";
 
-export const EXIT_OK = 0;
-export const EXIT_FAILURE = 1;
-export const EXIT_USAGE = 2;
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
 
 /** Colour only for a terminal, and never when NO_COLOR is set (https://no-color.org). */
 export function colorEnabled(stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
@@ -40,13 +39,13 @@ export function writeNote(text: string): void {
   process.stderr.write(text + "\n");
 }
 
-export interface DescribedError {
+interface DescribedError {
   code: string;
   message: string;
   exitCode: number;
 }
 
-export function describeError(error: unknown): DescribedError {
+function describeError(error: unknown): DescribedError {
   if (error instanceof CliUsageError) return { code: "INVALID_ARGUMENT", message: error.message, exitCode: EXIT_USAGE };
   if (isPuError(error)) return { code: error.code, message: error.message, exitCode: exitCodeFor(error.code) };
   const message = error instanceof Error ? error.message : String(error);

@@ -46,7 +46,7 @@ export function hasShellSyntax(command: string): boolean {
 }
 
 /** Program and arguments for a command line: via `/bin/sh -c` only when it needs a shell. */
-export function commandArgv(command: string, extraArgs: string[] = []): { file: string; args: string[] } {
+function commandArgv(command: string, extraArgs: string[] = []): { file: string; args: string[] } {
   if (hasShellSyntax(command)) {
     // Extra arguments become "$@" so they are passed through as words, never re-parsed.
     const script = extraArgs.length > 0 ? `${command} "$@"` : command;

@@ -15,7 +15,7 @@ import type { RequestOf } from "@pu/ipc/protocol";
 import type { EngineState } from "./state.js";
 
 /** Extra manifest key: the vars a trigger was bound with, so `{{VAR}}` survives a daemon restart. */
-export const TRIGGER_VARS_KEY = "triggerVars";
+const TRIGGER_VARS_KEY = "triggerVars";
 
 export function definitionScopes(state: EngineState, projectRoot?: string): DefinitionScopes {
   return { projectRoot, home: state.home };

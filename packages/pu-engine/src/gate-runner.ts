@@ -10,9 +10,9 @@ import { puDir } from "@pu/core/paths";
 import type { GateRun } from "@pu/ipc/protocol";
 
 /** Output kept per gate run (the tail: failures print their reason last). */
-export const GATE_OUTPUT_BYTES = 64 * 1024;
+const GATE_OUTPUT_BYTES = 64 * 1024;
 /** Gate runs kept per record file. */
-export const GATE_RECORDS_KEPT = 200;
+const GATE_RECORDS_KEPT = 200;
 /** After a timeout's SIGTERM, how long the gate's process group gets before SIGKILL. */
 const GATE_KILL_GRACE_MS = 2000;
 
@@ -128,12 +128,12 @@ export function runGate(gate: GateCommand): Promise<GateOutcome> {
 
 // ---- records ----------------------------------------------------------------
 
-export function gatesDir(projectRoot: string): string {
+function gatesDir(projectRoot: string): string {
   return path.join(puDir(projectRoot), "gates");
 }
 
 /** One JSONL file per agent; git-hook gates (no agent) go to `hook-<event>.jsonl`. */
-export function gateRecordPath(projectRoot: string, key: string): string {
+function gateRecordPath(projectRoot: string, key: string): string {
   return path.join(gatesDir(projectRoot), `${key}.jsonl`);
 }
 

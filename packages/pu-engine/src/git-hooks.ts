@@ -38,14 +38,14 @@ export type HookEvent = "pre_commit" | "pre_push";
 const HOOK_FILES: Record<HookEvent, string> = { pre_commit: "pre-commit", pre_push: "pre-push" };
 
 /** Agent id under which git-hook gate runs are recorded (`.pu/gates/hook-<event>.jsonl`). */
-export const HOOK_RECORD_AGENT = "hook";
+const HOOK_RECORD_AGENT = "hook";
 
-export function hooksDir(root: string): string {
+function hooksDir(root: string): string {
   return path.join(puDir(root), "hooks");
 }
 
 /** The pu CLI entry to call from hooks, or undefined when none can be found. */
-export function locatePuCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
+function locatePuCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const candidates = [env.PU_CLI_BIN, path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../pu-cli/bin/pu")];
   for (const candidate of candidates) {
     if (!candidate) continue;
@@ -58,7 +58,7 @@ export function locatePuCli(env: NodeJS.ProcessEnv = process.env): string | unde
   return undefined;
 }
 
-export function hookScript(opts: {
+function hookScript(opts: {
   root: string;
   home: string;
   event: HookEvent;

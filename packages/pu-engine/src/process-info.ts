@@ -65,7 +65,7 @@ export function isAlive(pid: number): boolean {
  * `pgid`. Jobs an interactive shell started get their own process group but stay
  * in the agent's session, so both are counted.
  */
-export function processGroupMembers(pgid: number): number[] {
+function processGroupMembers(pgid: number): number[] {
   const members: number[] = [];
   let entries: string[];
   try {

@@ -173,7 +173,7 @@ async function readSchedule(file: string, root: string | undefined): Promise<Sch
 // ---- firing -----------------------------------------------------------------
 
 /** Starts what the schedule names: an agent definition, a swarm, or an inline prompt for an agent type. */
-export async function fireSchedule(state: EngineState, root: string, schedule: ScheduleDefinition): Promise<void> {
+async function fireSchedule(state: EngineState, root: string, schedule: ScheduleDefinition): Promise<void> {
   const target = schedule.trigger;
   const vars = schedule.vars;
   if (target.swarm !== undefined) {
@@ -249,7 +249,7 @@ interface ScheduleStateFile {
   schedules: Record<string, { missedRuns: number; lastMissedAt?: string }>;
 }
 
-export function scheduleStatePath(root: string): string {
+function scheduleStatePath(root: string): string {
   return path.join(puDir(root), "schedule-state.json");
 }
 

@@ -223,7 +223,7 @@ async function recordExit(state: EngineState, live: LiveAgent, exitCode: number)
 }
 
 /** Which known project's manifest holds `agentId` (for requests that carry no projectRoot). */
-export async function locateAgent(state: EngineState, agentId: string): Promise<string | undefined> {
+async function locateAgent(state: EngineState, agentId: string): Promise<string | undefined> {
   for (const root of state.projects.list()) {
     try {
       const m = await state.store.read(root);

@@ -45,7 +45,7 @@ export function sessionStatus(live: LiveAgent): AgentStatus {
 }
 
 /** The live status of an agent the daemon holds, or undefined when it holds no PTY for it. */
-export function liveStatus(live: LiveAgent | undefined, entry: AgentEntry): AgentStatus | undefined {
+function liveStatus(live: LiveAgent | undefined, entry: AgentEntry): AgentStatus | undefined {
   if (!live) return undefined;
   // A suspended agent's process was stopped on purpose: the stored status (waiting) stands.
   if (entry.suspended) return entry.status;

@@ -4,7 +4,7 @@ import type { KillResult, RequestOf } from "@pu/ipc/protocol";
 import { dropSession, type EngineState, type LiveAgent, type StopIntent } from "../state.js";
 
 /** SIGTERM → this long → SIGKILL. */
-export const KILL_GRACE_MS = 5000;
+const KILL_GRACE_MS = 5000;
 
 /**
  * Stops running agents in parallel (SIGTERM to the group, grace, SIGKILL) and waits
@@ -29,7 +29,7 @@ export async function stopAgents(
 }
 
 /** The agents a kill target names: an agent id, a worktree id, "worktrees" or "all". */
-export function agentsForTarget(m: Manifest, target: string): { direct: boolean; agents: AgentLocation[] } {
+function agentsForTarget(m: Manifest, target: string): { direct: boolean; agents: AgentLocation[] } {
   const all = listAgents(m);
   if (target === "all") return { direct: false, agents: all };
   if (target === "worktrees") return { direct: false, agents: all.filter((a) => a.worktree) };

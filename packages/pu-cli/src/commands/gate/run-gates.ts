@@ -20,7 +20,7 @@ export type GateEvent = "pre_commit" | "pre_push";
  * lookup. Checking the worktrees directory first keeps a worktree whose checkout
  * carries a `.pu/` of its own from being taken for the project.
  */
-export function gateProjectRoot(dir: string, flag: string | undefined, env: NodeJS.ProcessEnv): string {
+function gateProjectRoot(dir: string, flag: string | undefined, env: NodeJS.ProcessEnv): string {
   if (flag !== undefined || env.PU_PROJECT_ROOT) return resolveProjectRoot({ flag, env, cwd: dir });
   const marker = `${path.sep}.pu${path.sep}worktrees${path.sep}`;
   const at = `${dir}${path.sep}`.lastIndexOf(marker);
@@ -31,7 +31,7 @@ export function gateProjectRoot(dir: string, flag: string | undefined, env: Node
   return resolveProjectRoot({ env: {}, cwd: dir });
 }
 
-export function failingRuns(result: GateResult): GateResult["runs"] {
+function failingRuns(result: GateResult): GateResult["runs"] {
   return result.runs.filter((run) => !run.passed);
 }
 

@@ -1,0 +1,77 @@
+// Import rules `pnpm lint` enforces (scripts/lint-imports.mjs runs this).
+// Violations that existed when a rule was introduced are recorded in
+// .dependency-cruiser-known-violations.json; only new ones fail lint. Fixing a
+// known one shrinks the count lint prints; regenerate the baseline then with
+// `node scripts/lint-imports.mjs --update-baseline`.
+
+// A workspace import resolves to the other package's dist/ (its exports map);
+// unbuilt, it stays the bare "@pu/..." name. Each pattern matches both.
+const pkg = (name) => `(^|/)packages/pu-${name}/|^@pu/${name}($|/)`;
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-cycle",
+      severity: "error",
+      comment: "An import cycle makes load order matter and hides which module owns what.",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "handler-imports-handler",
+      severity: "error",
+      comment:
+        "A handler parses a request, calls a service and shapes the reply; logic two handlers share belongs in a service.",
+      from: { path: "^packages/pu-engine/src/handlers/([^/]+)$" },
+      to: { path: "^packages/pu-engine/src/handlers/", pathNot: "^packages/pu-engine/src/handlers/$1$" },
+    },
+    {
+      name: "service-imports-handler",
+      severity: "error",
+      comment:
+        "Only the dispatch table (src/handlers.ts) reaches handlers; a service that needs a handler's logic needs that logic moved into a service.",
+      from: { path: "^packages/pu-engine/src/", pathNot: "^packages/pu-engine/src/(handlers/|handlers\\.ts$)" },
+      to: { path: "^packages/pu-engine/src/handlers/" },
+    },
+    {
+      name: "pu-core-imports-pu",
+      severity: "error",
+      comment: "DESIGN.md: pu-core imports nothing of pu.",
+      from: { path: "^packages/pu-core/src/" },
+      to: { path: [pkg("ipc"), pkg("engine"), pkg("cli")] },
+    },
+    {
+      name: "pu-ipc-imports-beyond-core",
+      severity: "error",
+      comment: "DESIGN.md: pu-ipc imports only pu-core.",
+      from: { path: "^packages/pu-ipc/src/" },
+      to: { path: [pkg("engine"), pkg("cli")] },
+    },
+    {
+      name: "pu-engine-imports-cli",
+      severity: "error",
+      comment: "DESIGN.md: pu-engine imports pu-core and pu-ipc only.",
+      from: { path: "^packages/pu-engine/src/" },
+      to: { path: pkg("cli") },
+    },
+    {
+      name: "pu-cli-imports-engine",
+      severity: "error",
+      comment: "DESIGN.md: pu-cli never imports pu-engine's code; it starts the daemon as a process.",
+      from: { path: "^packages/pu-cli/src/" },
+      to: { path: pkg("engine") },
+    },
+  ],
+  options: {
+    // Type-only imports count: they tie the packages together just the same.
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.base.json" },
+    doNotFollow: { path: ["node_modules", "/dist/"] },
+    exclude: { path: ["/test/"] },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["types", "import", "default"],
+    },
+  },
+};

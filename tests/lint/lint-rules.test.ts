@@ -1,0 +1,74 @@
+// `pnpm lint`'s import rules (scripts/lint-imports.mjs with .dependency-cruiser.cjs)
+// on a copy of the workspace's sources: the tree as it is passes, and each planted
+// violation fails it by name.
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+
+const REPO = join(import.meta.dirname, "..", "..");
+const LINT_IMPORTS = join(REPO, "scripts", "lint-imports.mjs");
+
+let tree: string;
+
+beforeEach(() => {
+  tree = mkdtempSync(join(tmpdir(), "pu-lint-rules-"));
+  for (const pkg of readdirSync(join(REPO, "packages"))) {
+    cpSync(join(REPO, "packages", pkg, "src"), join(tree, "packages", pkg, "src"), { recursive: true });
+  }
+  for (const file of [".dependency-cruiser.cjs", ".dependency-cruiser-known-violations.json", "tsconfig.base.json"]) {
+    cpSync(join(REPO, file), join(tree, file));
+  }
+});
+
+afterEach(() => rmSync(tree, { recursive: true, force: true }));
+
+function lintImports(): { status: number | null; output: string } {
+  const run = spawnSync(process.execPath, [LINT_IMPORTS], { cwd: tree, encoding: "utf8" });
+  return { status: run.status, output: run.stdout + run.stderr };
+}
+
+function plant(path: string, text: string): void {
+  writeFileSync(join(tree, path), text);
+}
+
+describe("import rules", () => {
+  it("pass on the tree as it is, counting the known violations still left", () => {
+    const { status, output } = lintImports();
+    expect(output).toMatch(/no dependency violations found/);
+    expect(output).toMatch(/\d+ known violations ignored/);
+    expect(status).toBe(0);
+  });
+
+  it("fail on a handler importing another handler", () => {
+    plant("packages/pu-engine/src/handlers/planted.ts", 'export { handleHealth } from "./health.js";\n');
+    const { status, output } = lintImports();
+    expect(output).toMatch(/handler-imports-handler: packages\/pu-engine\/src\/handlers\/planted\.ts/);
+    expect(status).not.toBe(0);
+  });
+
+  it("fail on a service importing a handler", () => {
+    plant("packages/pu-engine/src/planted.ts", 'export { handleHealth } from "./handlers/health.js";\n');
+    const { status, output } = lintImports();
+    expect(output).toMatch(/service-imports-handler: packages\/pu-engine\/src\/planted\.ts/);
+    expect(status).not.toBe(0);
+  });
+
+  it("fail on an import cycle", () => {
+    plant("packages/pu-core/src/planted-a.ts", 'import { b } from "./planted-b.js";\nexport const a = () => b;\n');
+    plant("packages/pu-core/src/planted-b.ts", 'import { a } from "./planted-a.js";\nexport const b = () => a;\n');
+    const { status, output } = lintImports();
+    expect(output).toMatch(/no-cycle: packages\/pu-core\/src\/planted-a\.ts/);
+    expect(status).not.toBe(0);
+  });
+
+  it("fail on pu-core importing pu-ipc and pu-cli importing pu-engine", () => {
+    plant("packages/pu-core/src/planted.ts", 'export type { Client } from "@pu/ipc/client";\n');
+    plant("packages/pu-cli/src/planted.ts", 'export { runDaemon } from "@pu/engine/daemon";\n');
+    const { status, output } = lintImports();
+    expect(output).toMatch(/pu-core-imports-pu: packages\/pu-core\/src\/planted\.ts/);
+    expect(output).toMatch(/pu-cli-imports-engine: packages\/pu-cli\/src\/planted\.ts/);
+    expect(status).not.toBe(0);
+  });
+});
