@@ -152,7 +152,7 @@ for (const input of Object.keys(metafile.inputs)) {
 writeFileSync(inputsPath, [...witnesses.values()].map((file) => path.relative(path.dirname(bundlePath), file)).join("\n") + "\n");
 
 // V8's code cache for the bundle, made after a whole `pu status --json` (the command pu's
-// benchmark and scripts poll) against a stand-in daemon: pu-ipc's own server, answering hello
+// benchmark and scripts poll) and a `pu status` (the table people read) against a stand-in daemon: pu-ipc's own server, answering hello
 // and status with a small report. The cache then holds what every daemon command runs first
 // (connect, hello, msgpack encode and decode, the reply) as well as clipanion and the status
 // command; a cache made from a run stopped at "no pu project" left those to compile at run
@@ -174,10 +174,10 @@ const sampleReport = (projectRoot) => ({
     "wt-build": {
       id: "wt-build", name: "build", path: path.join(projectRoot, ".pu", "worktrees", "wt-build"), branch: "pu/build",
       baseBranch: "main", status: "active", createdAt: "2026-01-01T00:00:00.000Z", mergedAt: null,
-      agents: { "ag-build": { id: "ag-build", name: "build", pid: 4242, status: "idle", exitCode: null, cols: 120, rows: 40, command: ["sh"], tags: [] } },
+      agents: { "ag-build": { id: "ag-build", name: "build", agentType: "shell", pid: 4242, status: "waiting", idleSeconds: 75, exitCode: null, cols: 120, rows: 40, command: ["sh"], tags: [], startedAt: "2026-01-01T00:00:00.000Z" } },
     },
   },
-  agents: { "ag-root": { id: "ag-root", name: "root", pid: 4241, status: "running", exitCode: null, cols: 120, rows: 40, command: ["sh"], tags: [] } },
+  agents: { "ag-root": { id: "ag-root", name: "root", agentType: "claude", pid: 4241, status: "streaming", idleSeconds: 0, exitCode: null, cols: 120, rows: 40, command: ["sh"], tags: [], startedAt: "2026-01-01T00:00:00.000Z" } },
   createdAt: "2026-01-01T00:00:00.000Z",
   updatedAt: "2026-01-01T00:00:00.000Z",
 });
@@ -206,10 +206,12 @@ const sampleReport = (projectRoot) => ({
     process.stdout.write = () => true;
     process.stderr.write = (chunk) => ((errors += chunk), true);
     process.env.PU_HOME = home;
-    const code = await mod.exports.main(["status", "--json", "--project", project]);
+    // Both forms: the table's code (rows, padding, durations) is otherwise compiled on every run.
+    const codes = [];
+    for (const form of [["--json"], []]) codes.push(await mod.exports.main(["status", ...form, "--project", project]));
     process.stderr.write = writeErr;
-    if (server && code !== 0) {
-      console.warn("pu-cli build: pu status against the stand-in daemon exited " + code + " (" + errors.trim() + "); the code cache covers less");
+    if (server && codes.some((code) => code !== 0)) {
+      console.warn("pu-cli build: pu status against the stand-in daemon exited " + codes.join(", ") + " (" + errors.trim() + "); the code cache covers less");
     }
     fs.writeFileSync(out + ".tmp", script.createCachedData());
     fs.renameSync(out + ".tmp", out);

@@ -26,7 +26,10 @@ const STATUS_STYLE: Record<string, Style> = { streaming: "green", waiting: "yell
 
 type WorktreeShown = Pick<WorktreeEntry, "id" | "name" | "status" | "createdAt"> & { agents: Record<string, AgentView> };
 
-const byStart = (a: AgentView, b: AgentView) => a.startedAt.localeCompare(b.startedAt) || a.id.localeCompare(b.id);
+// Code-unit order, not localeCompare: the first localeCompare builds ICU's collator, ~6 ms of a
+// ~60 ms `pu status`, and ISO timestamps and ids sort the same either way.
+const ordinal = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const byStart = (a: AgentView, b: AgentView) => ordinal(a.startedAt, b.startedAt) || ordinal(a.id, b.id);
 
 function agentRow(worktree: string, agent: AgentView): StatusRow {
   return {
@@ -51,7 +54,7 @@ export function statusRows(report: StatusReport): StatusRow[] {
   // protocol's WorktreeView is Omit<> over a loose (index-signature) object, which drops the
   // named fields from its type; the wire value has them, so name the ones the table reads.
   const worktrees = (Object.values(report.worktrees) as unknown as WorktreeShown[]).sort(
-    (a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id),
+    (a, b) => ordinal(a.createdAt, b.createdAt) || ordinal(a.id, b.id),
   );
   for (const wt of worktrees) {
     const label = `${wt.id} ${wt.name}${wt.status === "active" ? "" : ` [${wt.status}]`}`;
