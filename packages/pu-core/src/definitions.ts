@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import { basename, dirname, extname, join, relative } from "node:path";
-import { parseDocument, stringify } from "yaml";
+import { isMap, isScalar, parseDocument, Scalar, stringify } from "yaml";
 import { z } from "zod";
 import { PuError } from "./errors.js";
 import { validateDefinitionName } from "./names.js";
@@ -237,6 +237,35 @@ export function parseDefinition<K extends DefinitionKind>(kind: K, text: string,
     .filter((key) => !known.has(key))
     .map((key) => `${path}: unknown key "${key}" ignored`);
   return { parsed: result.data as DefinitionByKind[K], warnings };
+}
+
+/**
+ * `text` (a YAML definition) with top-level fields set, or removed where the value is null.
+ * Edits go through yaml's Document, so comments (even one on the edited line), key order,
+ * quoting and blank lines stay as the user wrote them; a new key is appended, a string
+ * double-quoted. `path` names the file in errors.
+ */
+export function setDefinitionFields(text: string, fields: Record<string, string | boolean | null>, path: string): string {
+  const doc = parseDocument(text, { prettyErrors: false });
+  const [yamlError] = doc.errors;
+  if (yamlError) throw new PuError("CONFIG_ERROR", `${path}: not valid YAML: ${yamlError.message}`);
+  if (!isMap(doc.contents)) throw new PuError("CONFIG_ERROR", `${path}: must be a YAML mapping of fields`);
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === null) {
+      doc.delete(key);
+      continue;
+    }
+    const existing = doc.get(key, true);
+    if (isScalar(existing)) {
+      existing.value = value;
+      continue;
+    }
+    const node = new Scalar(value);
+    if (typeof value === "string") node.type = Scalar.QUOTE_DOUBLE;
+    doc.set(key, node);
+  }
+  // lineWidth 0: never fold a long line the user wrote on one.
+  return doc.toString({ lineWidth: 0 });
 }
 
 function parseTemplateDefinition(text: string, path: string, fileName: string): ParsedDefinition<"template"> {

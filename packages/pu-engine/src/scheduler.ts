@@ -20,6 +20,7 @@ import {
   loadDefinition,
   parseDefinition,
   renderTemplate,
+  setDefinitionFields,
   type DefinitionScope,
   type ScheduleDefinition,
 } from "@pu/core/definitions";
@@ -212,34 +213,15 @@ async function writeScheduleTimes(file: string, times: { lastRun?: Date; nextRun
 }
 
 /**
- * Sets (or, with null, removes) top-level scalar keys of a block-style YAML file by
- * editing their lines, so comments, order and every other key stay as the user wrote
- * them. The result is validated before it replaces the file; a file this cannot edit
- * safely (flow style, say) is left alone with an error.
+ * Sets (or, with null, removes) top-level keys of a schedule file, keeping comments, order
+ * and every other key as the user wrote them. The result is validated before it replaces
+ * the file, so an edit can never leave a schedule pu cannot read.
  */
 async function editScheduleFile(file: string, edits: Record<string, string | boolean | null>): Promise<void> {
   const before = await fs.readFile(file, "utf8");
-  let lines = before.split("\n");
-  if (lines.at(-1) === "") lines = lines.slice(0, -1);
-  for (const [key, value] of Object.entries(edits)) {
-    const pattern = new RegExp(`^${key}\\s*:`);
-    const at = lines.findIndex((line) => pattern.test(line));
-    const text = value === null ? undefined : `${key}: ${typeof value === "string" ? JSON.stringify(value) : String(value)}`;
-    if (at >= 0) {
-      if (text === undefined) lines.splice(at, 1);
-      else lines[at] = text;
-    } else if (text !== undefined) {
-      lines.push(text);
-    }
-  }
-  const after = `${lines.join("\n")}\n`;
+  const after = setDefinitionFields(before, edits, file);
   if (after === before) return;
-  const check = parseDefinition("schedule", after, file).parsed as Record<string, unknown>;
-  for (const [key, value] of Object.entries(edits)) {
-    if ((check[key] ?? null) !== value) {
-      throw new PuError("CONFIG_ERROR", `${file}: cannot update ${key} without rewriting the file (is it flow-style YAML?)`);
-    }
-  }
+  parseDefinition("schedule", after, file);
   await writeFileAtomic(file, after, { fsync: true });
 }
 

@@ -123,4 +123,33 @@ root: true
     };
     expect(state.schedules.nightly?.missedRuns).toBe(3);
   });
+
+  it("writing nextRun and enabled keeps the user's comments, blank lines and flow-style fields", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client, FAKE_TYPE_CONFIG);
+    const content = `# morning digest, owned by the docs team
+recurrence: daily   # 09:00 every day
+startAt: "2030-01-07T09:00:00Z"
+enabled: true # turn off with pu schedule disable
+
+trigger: { inlinePrompt: "summarise yesterday", agent: fake }  # one line on purpose
+vars:
+  # the channel the digest goes to
+  channel: docs
+root: true
+`;
+    await client.request("definition_save", { projectRoot: repo.root, kind: "schedule", name: "digest", content });
+    await waitFor("nextRun to be written", () => readSchedule(repo.root, "digest").nextRun !== undefined);
+    await client.request("schedule_enable", { projectRoot: repo.root, name: "digest", enabled: false });
+
+    const text = readFileSync(scheduleFile(repo.root, "digest"), "utf8");
+    expect(text).toContain("# morning digest, owned by the docs team\n");
+    // yaml keeps each comment on its line (the gap before it becomes one space).
+    expect(text).toMatch(/^recurrence: daily +# 09:00 every day$/m);
+    expect(text).toContain("enabled: false # turn off with pu schedule disable\n\n");
+    expect(text).toMatch(/^trigger: \{ inlinePrompt: "summarise yesterday", agent: fake \} +# one line on purpose$/m);
+    expect(text).toContain("  # the channel the digest goes to\n  channel: docs\n");
+    expect(readSchedule(repo.root, "digest")).toMatchObject({ enabled: false, nextRun: "2030-01-07T09:00:00.000Z" });
+  });
 });
