@@ -1,8 +1,11 @@
 // When does a schedule fire next? Named recurrences keep the wall-clock time of
 // `startAt` in the schedule's time zone (a "daily 09:00" stays 09:00 across a
-// DST change); cron expressions are evaluated by cron-parser in the same zone.
+// DST change). Everything that maps wall-clock times to instants is cron-parser
+// in the schedule's zone: a cron expression as written, a named recurrence as
+// the cron expression it stands for ("daily" from a 09:00 start is `0 0 9 * * *`),
+// and a startAt without offset as a one-date expression.
 //
-// Wall-clock rules (shared with cron-parser and Temporal's "compatible" mode):
+// Wall-clock rules (cron-parser's, the same as Temporal's "compatible" mode):
 // - a time that does not exist (spring-forward gap) moves forward by the length
 //   of the gap: 02:30 on a day that jumps 02:00 → 03:00 fires at 03:30;
 // - a time that happens twice (fall-back) fires once, at its first occurrence.
@@ -25,7 +28,6 @@ export interface RecurrenceSpec {
 }
 
 const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
 
 export function isNamedRecurrence(value: string): value is NamedRecurrence {
   return (NAMED_RECURRENCES as readonly string[]).includes(value);
@@ -124,45 +126,38 @@ interface ResolvedStart {
 
 type CalendarRecurrence = "daily" | "weekdays" | "weekly" | "monthly";
 
-function nextCalendarRun(recurrence: CalendarRecurrence, start: ResolvedStart, after: Date, zone: string): Date {
-  const from = Math.max(after.getTime(), start.instant.getTime() - 1);
-  const startDay = Date.UTC(start.wall.year, start.wall.month - 1, start.wall.day);
-  // Jump close to `from` instead of walking from startAt; back off two periods
-  // so a zone offset can never make us skip the answer.
-  const elapsedDays = Math.max(0, Math.floor((from - start.instant.getTime()) / DAY_MS));
-
-  if (recurrence === "monthly") {
-    const fromWall = wallTimeAt(new Date(from), zone);
-    let k = Math.max(0, (fromWall.year - start.wall.year) * 12 + (fromWall.month - start.wall.month) - 2);
-    for (;;) {
-      const candidate = monthlyOccurrence(start.wall, k, zone);
-      if (candidate.getTime() > from) return candidate;
-      k++;
-    }
-  }
-
-  const step = recurrence === "weekly" ? 7 : 1;
-  let k = Math.max(0, Math.floor(elapsedDays / step) - 2);
-  for (;;) {
-    const day = new Date(startDay + k * step * DAY_MS);
-    k++;
-    const weekday = day.getUTCDay();
-    if (recurrence === "weekdays" && (weekday === 0 || weekday === 6)) continue;
-    const candidate = instantOf(
-      { ...start.wall, year: day.getUTCFullYear(), month: day.getUTCMonth() + 1, day: day.getUTCDate() },
-      zone,
-    );
-    if (candidate.getTime() > from) return candidate;
+/** The cron expression (with seconds) a named recurrence stands for, from startAt's wall time. */
+function calendarCron(recurrence: CalendarRecurrence, wall: WallTime): string {
+  const time = `${wall.second} ${wall.minute} ${wall.hour}`;
+  switch (recurrence) {
+    case "daily":
+      return `${time} * * *`;
+    case "weekdays":
+      return `${time} * * 1-5`;
+    case "weekly":
+      return `${time} * * ${new Date(Date.UTC(wall.year, wall.month - 1, wall.day)).getUTCDay()}`;
+    case "monthly":
+      // A day some months lack also matches every month's last day (L); nextCalendarRun
+      // keeps only the one that is the clamped day of its month.
+      return wall.day > 28 ? `${time} ${wall.day},L * *` : `${time} ${wall.day} * *`;
   }
 }
 
-/** The k-th monthly occurrence: same day of month, clamped to the month's last day. */
-function monthlyOccurrence(wall: WallTime, k: number, zone: string): Date {
-  const monthIndex = wall.month - 1 + k;
-  const year = wall.year + Math.floor(monthIndex / 12);
-  const month = (monthIndex % 12) + 1;
-  const lastDay = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  return instantOf({ ...wall, year, month, day: Math.min(wall.day, lastDay) }, zone);
+function nextCalendarRun(recurrence: CalendarRecurrence, start: ResolvedStart, after: Date, zone: string): Date {
+  const from = Math.max(after.getTime(), start.instant.getTime() - 1);
+  // cron has whole seconds: match on them and add startAt's milliseconds back.
+  const ms = start.wall.millisecond;
+  const cron = parseCron(calendarCron(recurrence, start.wall), new Date(from - ms), zone);
+  for (;;) {
+    const candidate = new Date(cron.next().getTime() + ms);
+    if (recurrence !== "monthly" || start.wall.day <= 28) return candidate;
+    const wall = wallTimeAt(candidate, zone);
+    if (wall.day === Math.min(start.wall.day, daysInMonth(wall.year, wall.month))) return candidate;
+  }
+}
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
 
 // ---- cron -----------------------------------------------------------------
@@ -229,29 +224,14 @@ function wallTimeAt(instant: Date, zone: string): WallTime {
   };
 }
 
-function wallAsUtc(wall: WallTime): number {
-  return Date.UTC(wall.year, wall.month - 1, wall.day, wall.hour, wall.minute, wall.second, wall.millisecond);
-}
-
-/** Zone offset in ms at an instant (local = utc + offset). */
-function offsetAt(epochMs: number, zone: string): number {
-  const wall = wallTimeAt(new Date(epochMs), zone);
-  return wallAsUtc(wall) - epochMs;
-}
-
-/** The instant a wall-clock time names in a zone, resolving gaps and repeats as described above. */
+/**
+ * The instant a wall-clock time names in a zone (the rules at the top of this file), as the
+ * first match of a cron expression for that one date, searched from a day before it.
+ */
 function instantOf(wall: WallTime, zone: string): Date {
-  const local = wallAsUtc(wall);
-  // Offsets a day either side bracket any single transition near this time.
-  const offsetBefore = offsetAt(local - DAY_MS, zone);
-  const offsetAfter = offsetAt(local + DAY_MS, zone);
-  const candidates = [local - offsetBefore, local - offsetAfter].filter(
-    (t) => offsetAt(t, zone) === local - t,
-  );
-  if (candidates.length > 0) return new Date(Math.min(...candidates));
-  // In a gap: read the wall time with the offset in force before the gap,
-  // which lands the same distance past the transition.
-  return new Date(local - offsetBefore);
+  const dayBefore = Date.UTC(wall.year, wall.month - 1, wall.day - 1, wall.hour, wall.minute, wall.second);
+  const cron = parseCron(`${wall.second} ${wall.minute} ${wall.hour} ${wall.day} ${wall.month} *`, new Date(dayBefore), zone);
+  return new Date(cron.next().getTime() + wall.millisecond);
 }
 
 const LOCAL_ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3})\d*)?)?)?$/;
@@ -271,7 +251,7 @@ function parseLocalIso(text: string): WallTime | undefined {
     second: Number(s ?? 0),
     millisecond: Number((ms ?? "0").padEnd(3, "0")),
   };
-  const lastDay = new Date(Date.UTC(wall.year, wall.month, 0)).getUTCDate();
+  const lastDay = daysInMonth(wall.year, wall.month);
   const valid = wall.month >= 1 && wall.month <= 12 && wall.day >= 1 && wall.day <= lastDay &&
     wall.hour < 24 && wall.minute < 60 && wall.second < 60;
   return valid ? wall : undefined;

@@ -89,6 +89,32 @@ describe("nextRun: daily across DST in America/New_York", () => {
   });
 });
 
+describe("nextRun: weekly, monthly and a one-off across DST", () => {
+  it("weekly keeps Monday 09:00 in Europe/Berlin across its spring-forward night (29 March 2026)", () => {
+    const schedule = { recurrence: "weekly", startAt: "2026-03-23T09:00:00", timeZone: "Europe/Berlin" };
+    expect(runs(schedule, "2026-03-22T00:00:00Z", 3)).toEqual([
+      "2026-03-23T08:00:00.000Z", // 09:00 CET (UTC+1)
+      "2026-03-30T07:00:00.000Z", // 09:00 CEST (UTC+2)
+      "2026-04-06T07:00:00.000Z",
+    ]);
+  });
+  it("monthly on the 8th at 02:30 in New York: the gap night moves it to 03:30, the next month is back at 02:30", () => {
+    const schedule = { recurrence: "monthly", startAt: "2026-02-08T02:30:00", timeZone: NY };
+    expect(runs(schedule, "2026-02-09T00:00:00Z", 2)).toEqual([
+      "2026-03-08T07:30:00.000Z", // 03:30 EDT: 02:30 does not exist on 8 March 2026
+      "2026-04-08T06:30:00.000Z", // 02:30 EDT
+    ]);
+  });
+  it("a one-off startAt inside the fall-back hour fires once, at the first 01:30", () => {
+    const schedule = { recurrence: "none", startAt: "2026-11-01T01:30:00", timeZone: NY };
+    expect(runs(schedule, "2026-10-31T00:00:00Z", 2)).toEqual(["2026-11-01T05:30:00.000Z"]); // 01:30 EDT
+  });
+  it("keeps startAt's milliseconds", () => {
+    const schedule = { recurrence: "daily", startAt: "2026-03-07T09:00:00.250", timeZone: NY };
+    expect(runs(schedule, "2026-03-07T00:00:00Z", 2)).toEqual(["2026-03-07T14:00:00.250Z", "2026-03-08T13:00:00.250Z"]);
+  });
+});
+
 describe("nextRun: weekdays", () => {
   // 2025-06-06 is a Friday.
   const schedule = { recurrence: "weekdays", startAt: "2025-06-02T09:00:00", timeZone: "Europe/Berlin" };
