@@ -125,9 +125,10 @@ on the (shared, 2-core) machine hits both alike.
   keystrokes; the figure is the median over runs of each run's p50 (p99).
   Reference: the same program under node-pty in-process, write → onData.
 - **\`pu status\`.** Whole process, \`node packages/pu-cli/bin/pu status --json\`
-  run from the project with \`PU_HOME\` set, timed from spawn to exit; warm has
-  a running daemon and 3 live agents (one at the root, two in worktrees), 20
-  runs interleaved with 20 runs of \`node -e 0\`. Cold stops the daemon (by its
+  and \`pu status\` (the table, stdout a pipe) run from the project with
+  \`PU_HOME\` set, timed from spawn to exit; warm has a running daemon and 3
+  live agents (one at the root, two in worktrees), 20 runs of each form
+  interleaved with 20 runs of \`node -e 0\`. Cold stops the daemon (by its
   pid file) before each run, so the time includes the CLI starting the daemon.
 - **100 agents.** Fresh daemon and project per run; 100 spawn requests one
   after another on one connection (\`--root\`, command \`sleep 3600\`); after 2 s
@@ -206,6 +207,32 @@ const INVESTIGATION = `## What the benchmarks found, and what was changed
   hello goes out before clipanion loads, and \`bin/pu\` exits once its stdout
   and stderr have flushed instead of waiting for the daemon to close the
   socket and for Node's full teardown (≈ 1.2× since).
+- **\`pu status\` (the table people read) was 1.32–1.34× while \`--json\` was
+  1.21×.** The bench only timed \`--json\`; it now times both, interleaved with
+  \`node -e 0\`, against ≤ 1.2×. A CPU profile of the table form showed what
+  \`--json\` never runs: the table sorted rows with \`localeCompare\`, whose
+  first call builds ICU's collator (≈ 6 ms, more than the whole difference),
+  and the code cache was recorded from a \`--json\` run only, so the table's
+  functions compiled on every run. Fix in pu-cli: rows sort by code-unit order
+  (ISO timestamps and ids order the same), and the cache is recorded after both
+  forms. Before/after, the two builds side by side in one run (40 rounds of
+  \`node -e 0\`, before \`--json\`, before table, after \`--json\`, after table;
+  3 live agents; ratio of medians, and of the fastest run of each):
+
+  | | median | fastest |
+  |---|---|---|
+  | \`pu status --json\` before | 1.25× | 1.21× |
+  | \`pu status\` (table) before | 1.33× | 1.32× |
+  | \`pu status --json\` after | 1.24× | 1.21× |
+  | \`pu status\` (table) after | 1.24× | 1.22× |
+
+  The table now costs what \`--json\` costs; neither is yet reliably ≤ 1.2× on
+  this shared machine (other work kept \`node -e 0\` between 59 and 95 ms). What
+  remains over \`node -e 0\` (profile of one warm run): reading and
+  deserializing the bundle and its code cache ≈ 6 ms, loading \`node:net\` and
+  \`stream\` ≈ 5 ms, clipanion's parse ≈ 2 ms, connect, hello and the status
+  round trip ≈ 3 ms. (Measured with \`BENCH_ONLY=status\`; the table above is
+  from the last full run and gains the table's row with the next one.)
 `;
 
 async function main() {
