@@ -1,10 +1,10 @@
 // `pnpm lint`'s import rules (scripts/lint-imports.mjs with .dependency-cruiser.cjs)
-// on a copy of the workspace's sources: the tree as it is passes, and each planted
-// violation fails it by name.
-import { spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+// and its unused-code check (knip) on a copy of the workspace: the tree as it is
+// passes, and each planted violation fails it by name.
+import { execFileSync, spawnSync } from "node:child_process";
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 
 const REPO = join(import.meta.dirname, "..", "..");
@@ -70,5 +70,39 @@ describe("import rules", () => {
     expect(output).toMatch(/pu-core-imports-pu: packages\/pu-core\/src\/planted\.ts/);
     expect(output).toMatch(/pu-cli-imports-engine: packages\/pu-cli\/src\/planted\.ts/);
     expect(status).not.toBe(0);
+  });
+});
+
+describe("unused code (knip)", () => {
+  function copyTrackedFiles(): void {
+    const files = execFileSync("git", ["ls-files", "-z"], { cwd: REPO, encoding: "utf8" }).split("\0").filter(Boolean);
+    for (const file of files) {
+      mkdirSync(dirname(join(tree, file)), { recursive: true });
+      try {
+        cpSync(join(REPO, file), join(tree, file));
+      } catch {
+        // tracked but deleted in the working tree
+      }
+    }
+    symlinkSync(join(REPO, "node_modules"), join(tree, "node_modules"));
+  }
+
+  function knip(): { status: number | null; output: string } {
+    const run = spawnSync(process.execPath, [join(REPO, "node_modules", "knip", "bin", "knip.js")], { cwd: tree, encoding: "utf8" });
+    return { status: run.status, output: run.stdout + run.stderr };
+  }
+
+  it("passes on the tree as it is and fails on an export nothing imports", () => {
+    rmSync(tree, { recursive: true, force: true });
+    mkdirSync(tree);
+    copyTrackedFiles();
+    const clean = knip();
+    expect(clean.output).toBe("");
+    expect(clean.status).toBe(0);
+
+    appendFileSync(join(tree, "packages/pu-engine/src/projects.ts"), "export const nobodyUsesThis = 1;\n");
+    const dirty = knip();
+    expect(dirty.output).toMatch(/nobodyUsesThis/);
+    expect(dirty.status).not.toBe(0);
   });
 });

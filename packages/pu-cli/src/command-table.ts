@@ -6,7 +6,7 @@ type CommandModule = { default: CommandClass };
  * Command path → module, so `main` imports only the command it runs (start-up time is the
  * CLI's main cost). Adding a command or a whole group is one line per verb here.
  */
-export const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
+const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   init: () => import("./commands/init.js"),
   spawn: () => import("./commands/spawn.js"),
   status: () => import("./commands/status.js"),
