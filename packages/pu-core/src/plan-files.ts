@@ -198,12 +198,11 @@ export function serializeContext(context: Context): string {
  * key, so its dependencies silently vanished; a file using any other spelling is
  * refused rather than read as "blocked by nothing".
  */
-function refuseOtherBlockedBySpellings(value: Plain, ctx: z.RefinementCtx): void {
-  for (const key of Object.keys(value)) {
-    if (key !== "blockedBy" && key.toLowerCase().replace(/[_-]/g, "") === "blockedby") {
-      ctx.addIssue({ code: "custom", path: [key], message: 'is not read; spell it "blockedBy"' });
-    }
-  }
+function otherBlockedBySpellings(raw: unknown): string[] {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return [];
+  return Object.keys(raw)
+    .filter((key) => key !== "blockedBy" && key.toLowerCase().replace(/[_-]/g, "") === "blockedby")
+    .map((key) => `${key}: is not read; spell it "blockedBy"`);
 }
 
 const TaskShape = {
@@ -218,7 +217,7 @@ const TaskShape = {
 };
 const TASK_KEYS = Object.keys(TaskShape);
 
-export const TaskSchema = z.looseObject(TaskShape).superRefine(refuseOtherBlockedBySpellings);
+export const TaskSchema = z.looseObject(TaskShape);
 export type Task = z.infer<typeof TaskSchema>;
 
 /**
@@ -237,17 +236,16 @@ export const TaskProposalSchema = z
     complexity: ComplexitySchema.default("standard"),
     criteria: z.array(NonEmpty).min(1, "must list at least one success criterion"),
     evidence: z.array(z.string()).max(0, "must be empty (or left out): pu records evidence from the checks it runs").default([]),
-  })
-  .superRefine(refuseOtherBlockedBySpellings);
+  });
 export type TaskProposal = z.infer<typeof TaskProposalSchema>;
 
 export function parseTask(text: string, filePath: string): Task {
-  return parseText(TaskSchema, text, filePath, "INVALID_STATE");
+  return parseText(TaskSchema, text, filePath, "INVALID_STATE", otherBlockedBySpellings);
 }
 
 /** Parses one proposal file; throws INVALID_ARGUMENT listing every problem. */
 export function parseTaskProposal(text: string, filePath: string): Task {
-  return parseText(TaskProposalSchema, text, filePath, "INVALID_ARGUMENT");
+  return parseText(TaskProposalSchema, text, filePath, "INVALID_ARGUMENT", otherBlockedBySpellings);
 }
 
 export function serializeTask(task: Task): string {
@@ -299,7 +297,14 @@ export function parseVerifierVerdict(text: string, filePath: string): VerifierVe
 
 type Plain = Record<string, unknown>;
 
-function parseText<T extends z.ZodType>(schema: T, text: string, filePath: string, code: ErrorCode): z.output<T> {
+/** `extraProblems` adds checks that must be reported even when the schema fails too. */
+function parseText<T extends z.ZodType>(
+  schema: T,
+  text: string,
+  filePath: string,
+  code: ErrorCode,
+  extraProblems: (raw: unknown) => string[] = () => [],
+): z.output<T> {
   let raw: unknown;
   try {
     raw = JSON.parse(text);
@@ -307,13 +312,22 @@ function parseText<T extends z.ZodType>(schema: T, text: string, filePath: strin
     const detail = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ");
     throw new PuError(code, `${filePath}: not valid JSON (${detail})`, { cause: error });
   }
-  return parseValue(schema, raw, filePath, code);
+  return parseValue(schema, raw, filePath, code, extraProblems(raw));
 }
 
-function parseValue<T extends z.ZodType>(schema: T, raw: unknown, filePath: string, code: ErrorCode): z.output<T> {
+function parseValue<T extends z.ZodType>(
+  schema: T,
+  raw: unknown,
+  filePath: string,
+  code: ErrorCode,
+  extraProblems: string[] = [],
+): z.output<T> {
   const result = schema.safeParse(raw);
-  if (!result.success) throw new PuError(code, `${filePath}: ${describeIssues(result.error)}`, { cause: result.error });
-  return result.data;
+  const problems = [...extraProblems, ...(result.success ? [] : [describeIssues(result.error)])];
+  if (problems.length > 0) {
+    throw new PuError(code, `${filePath}: ${problems.join("; ")}`, { cause: result.success ? undefined : result.error });
+  }
+  return result.data as z.output<T>;
 }
 
 /** Every issue as `field.path: message`, joined by "; ". */

@@ -108,12 +108,20 @@ export interface PlanLayout {
   proposedDir: string;
   tasksDir: string;
   verifyTask: string;
+  /** `reports/`: workers' optional notes on what they did (`$PU_OUTPUT_FILE` of a worker). */
+  reportsDir: string;
+  /** `verification/`: the verifier's verdicts, one per iteration. */
+  verificationDir: string;
   /** `exploration/<id>.md` for `overview` or `exp-N`. */
   exploration(explorerId: string): string;
   /** `proposed/<id>.json`. */
   proposedTask(taskId: string): string;
   /** `tasks/<id>.json` (`tasks/verify.json` for the verify task). */
   task(taskId: string): string;
+  /** `reports/<task id>.md`. */
+  report(taskId: string): string;
+  /** `verification/iteration-<N>.json`. */
+  verdict(iteration: number): string;
 }
 
 export function planLayout(root: string, sessionId: string): PlanLayout {
@@ -121,6 +129,8 @@ export function planLayout(root: string, sessionId: string): PlanLayout {
   const explorationDir = join(dir, "exploration");
   const proposedDir = join(dir, "proposed");
   const tasksDir = join(dir, "tasks");
+  const reportsDir = join(dir, "reports");
+  const verificationDir = join(dir, "verification");
   return {
     sessionId,
     dir,
@@ -133,9 +143,18 @@ export function planLayout(root: string, sessionId: string): PlanLayout {
     proposedDir,
     tasksDir,
     verifyTask: join(tasksDir, `${VERIFY_TASK_ID}.json`),
+    reportsDir,
+    verificationDir,
     exploration: (explorerId) => join(explorationDir, `${validateExplorerId(explorerId)}.md`),
     proposedTask: (taskId) => join(proposedDir, `${validateTaskId(taskId)}.json`),
     task: (taskId) => join(tasksDir, `${validateTaskId(taskId)}.json`),
+    report: (taskId) => join(reportsDir, `${validateTaskId(taskId)}.md`),
+    verdict: (iteration) => {
+      if (!Number.isSafeInteger(iteration) || iteration < 1) {
+        throw new PuError("INVALID_ARGUMENT", `iteration ${iteration} is not a positive whole number`);
+      }
+      return join(verificationDir, `iteration-${iteration}.json`);
+    },
   };
 }
 
