@@ -1,7 +1,8 @@
 // Where a plan session lives: `.pu/plans/<session-id>/`, laid out exactly as the
 // ultrawork seed lays out its sessions (spec/ultrawork-state-schema.txt), plus
-// pu's `proposed/` (the planner's drafts, validated before they count) and
-// `exploration/hints.json` (the overview explorer's requests for targeted ones).
+// what pu adds for its role agents: `proposed/` (the planner's drafts, validated
+// before they count), `exploration/hints.json` (the overview explorer's requests
+// for targeted ones), `reports/` (workers' notes) and `verification/` (verdicts).
 // Every id that becomes a path segment is checked here, so nothing a planner or
 // a user typed can point outside the session directory.
 import { randomInt } from "node:crypto";
