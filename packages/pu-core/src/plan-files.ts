@@ -143,6 +143,71 @@ export function serializeSession(session: Session): string {
   );
 }
 
+/** Which phase may follow which: the seed's transitions, plus VERIFICATION → EXECUTION for the next iteration and EXECUTION → COMPLETE with skip_verify. */
+const NEXT_PHASES: Record<Phase, readonly Phase[]> = {
+  EXPLORATION: ["PLANNING"],
+  PLANNING: ["EXECUTION"],
+  EXECUTION: ["VERIFICATION", "COMPLETE"],
+  VERIFICATION: ["COMPLETE", "EXECUTION"],
+  COMPLETE: [],
+  FAILED: [],
+  CANCELLED: [],
+};
+
+export function canEnterPhase(from: Phase, to: Phase): boolean {
+  if (FINAL_PHASES.includes(from)) return false;
+  return to === "FAILED" || to === "CANCELLED" || NEXT_PHASES[from].includes(to);
+}
+
+/** Throws INVALID_STATE unless `to` may follow `from` (a finished session never changes phase). */
+export function checkPhaseTransition(sessionId: string, from: Phase, to: Phase): void {
+  if (!canEnterPhase(from, to)) {
+    const why = FINAL_PHASES.includes(from) ? "it is finished" : `${from} is followed by ${[...NEXT_PHASES[from], "FAILED", "CANCELLED"].join(", ")}`;
+    throw new PuError("INVALID_STATE", `plan ${sessionId} is ${from} and cannot become ${to} (${why})`);
+  }
+}
+
+/** How much of a check's output is kept as evidence: the end, where the verdict of most tools is. */
+export const EVIDENCE_OUTPUT_TAIL_CHARS = 2000;
+
+export interface CheckRun {
+  taskId: string;
+  agentId: string;
+  command: string;
+  exitCode: number;
+  durationMs: number;
+  /** The command's combined output (only its tail is kept). */
+  output: string;
+  /** `command_output` unless the caller knows it ran a test suite. */
+  type?: "command_output" | "test_result";
+  now?: Date;
+}
+
+/**
+ * The evidence a check the daemon ran leaves: an `evidence_log` entry and the line
+ * for the task's `evidence` list. A failed command is evidence too (`status: failed`).
+ */
+export function checkEvidence(run: CheckRun): { entry: EvidenceLogEntry; line: string } {
+  const passed = run.exitCode === 0;
+  const tail = run.output.length > EVIDENCE_OUTPUT_TAIL_CHARS ? run.output.slice(-EVIDENCE_OUTPUT_TAIL_CHARS) : run.output;
+  const lastLine = tail.trimEnd().split("\n").at(-1)?.trim() ?? "";
+  const seconds = (run.durationMs / 1000).toFixed(1);
+  const summary = `${run.command}: exit ${run.exitCode} in ${seconds}s${lastLine ? ` (${lastLine})` : ""}`;
+  const entry: EvidenceLogEntry = {
+    timestamp: (run.now ?? new Date()).toISOString(),
+    type: run.type ?? "command_output",
+    agent_id: run.agentId,
+    task_id: run.taskId,
+    status: passed ? "passed" : "failed",
+    summary,
+    command: run.command,
+    exit_code: run.exitCode,
+    duration_ms: run.durationMs,
+    output_tail: tail,
+  };
+  return { entry, line: `${passed ? "passed" : "FAILED"}: ${summary}` };
+}
+
 // ---- context.json -------------------------------------------------------------
 
 export const ExplorerSummarySchema = z.looseObject({

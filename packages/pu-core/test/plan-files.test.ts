@@ -3,6 +3,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { isPuError } from "../src/errors.js";
 import {
+  canEnterPhase,
+  checkEvidence,
+  checkPhaseTransition,
   newContext,
   newSession,
   parseContext,
@@ -224,5 +227,60 @@ describe("what role agents write", () => {
       "failures: must be empty when passed is true",
     );
     expect(failure(() => parseVerifierVerdict('{"passed": "yes"}', "v")).message).toContain("passed: ");
+  });
+});
+
+describe("phases", () => {
+  it("follow the seed's transitions, loop back from VERIFICATION, and never leave a final phase", () => {
+    expect(canEnterPhase("EXPLORATION", "PLANNING")).toBe(true);
+    expect(canEnterPhase("PLANNING", "EXECUTION")).toBe(true);
+    expect(canEnterPhase("EXECUTION", "VERIFICATION")).toBe(true);
+    expect(canEnterPhase("VERIFICATION", "EXECUTION")).toBe(true);
+    expect(canEnterPhase("VERIFICATION", "COMPLETE")).toBe(true);
+    expect(canEnterPhase("PLANNING", "CANCELLED")).toBe(true);
+    expect(canEnterPhase("EXECUTION", "FAILED")).toBe(true);
+    expect(canEnterPhase("EXPLORATION", "EXECUTION")).toBe(false);
+    expect(canEnterPhase("COMPLETE", "CANCELLED")).toBe(false);
+    expect(canEnterPhase("CANCELLED", "EXECUTION")).toBe(false);
+    expect(failure(() => checkPhaseTransition("s1", "CANCELLED", "EXECUTION"))).toEqual({
+      code: "INVALID_STATE",
+      message: "plan s1 is CANCELLED and cannot become EXECUTION (it is finished)",
+    });
+    expect(failure(() => checkPhaseTransition("s1", "EXPLORATION", "EXECUTION")).message).toBe(
+      "plan s1 is EXPLORATION and cannot become EXECUTION (EXPLORATION is followed by PLANNING, FAILED, CANCELLED)",
+    );
+  });
+});
+
+describe("evidence from a check pu ran", () => {
+  it("records a failed command too, with its exit code, duration and output tail", () => {
+    const output = `${"x".repeat(5000)}\n  1 failing\n`;
+    const { entry, line } = checkEvidence({
+      taskId: "2",
+      agentId: "ag-abcd1234",
+      command: "npm test",
+      exitCode: 1,
+      durationMs: 5120,
+      output,
+      type: "test_result",
+      now: new Date("2026-01-08T12:16:00Z"),
+    });
+    expect(entry).toMatchObject({
+      timestamp: "2026-01-08T12:16:00.000Z",
+      type: "test_result",
+      agent_id: "ag-abcd1234",
+      task_id: "2",
+      status: "failed",
+      summary: "npm test: exit 1 in 5.1s (1 failing)",
+      exit_code: 1,
+      duration_ms: 5120,
+    });
+    expect(entry.output_tail).toHaveLength(2000);
+    expect(output.endsWith(entry.output_tail as string)).toBe(true);
+    expect(line).toBe("FAILED: npm test: exit 1 in 5.1s (1 failing)");
+    // It is a valid log entry: a session holding it round-trips.
+    const session = newSession({ sessionId: "s1", goal: "g" });
+    session.evidence_log.push(entry);
+    expect(parseSession(serializeSession(session), "s").evidence_log).toEqual([entry]);
   });
 });
