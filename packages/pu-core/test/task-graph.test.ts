@@ -312,3 +312,62 @@ describe("exploration stages", () => {
     expect(explorationProgress({ ...base, overviewDone: true }).stage).toBe("overview");
   });
 });
+
+describe("graphs of many tasks", () => {
+  // A small deterministic generator, so a failure reproduces.
+  function random(seed: number): () => number {
+    let state = seed;
+    return () => {
+      state = (state * 1103515245 + 12345) % 2147483648;
+      return state / 2147483648;
+    };
+  }
+
+  function randomDag(size: number, next: () => number): Task[] {
+    return Array.from({ length: size }, (_, i) => {
+      const blockers = Array.from({ length: i }, (_, j) => String(j + 1)).filter(() => next() < 0.1);
+      return task(String(i + 1), blockers);
+    });
+  }
+
+  it("an acyclic graph has no errors; one back edge yields a cycle through it", () => {
+    for (let seed = 1; seed <= 30; seed++) {
+      const next = random(seed);
+      const tasks = randomDag(30, next);
+      expect(taskGraphErrors(tasks)).toEqual([]);
+      // Make some task with blockers also block one of its own (transitive) blockers' blockers: a cycle.
+      const withBlocker = tasks.filter((t) => t.blockedBy.length > 0);
+      if (withBlocker.length === 0) continue;
+      const victim = withBlocker[Math.floor(next() * withBlocker.length)] as Task;
+      const blocker = tasks.find((t) => t.id === victim.blockedBy[0]) as Task;
+      const cyclic = tasks.map((t) => (t.id === blocker.id ? { ...t, blockedBy: [...t.blockedBy, victim.id] } : t));
+      const cycles = taskGraphErrors(cyclic).filter((e) => e.startsWith("cycle: "));
+      expect(cycles.length, `seed ${seed}`).toBeGreaterThan(0);
+      expect(cycles.some((c) => c.includes(victim.id) && c.includes(blocker.id)), `seed ${seed}`).toBe(true);
+    }
+  });
+
+  it("a 50-task graph runs to the end under 4 workers, every dependent after its blockers", () => {
+    let tasks = withVerifyTask(randomDag(50, random(7)), DEFAULT_SESSION_OPTIONS);
+    const resolved = new Set<string>();
+    const next = random(99);
+    let peak = 0;
+    for (let step = 0; step < 500 && executionState(tasks).kind === "working"; step++) {
+      const picked = ids(pickTasksToStart(tasks, { maxWorkers: 4, freeSlots: 6 }));
+      for (const id of picked) {
+        const started = tasks.find((t) => t.id === id) as Task;
+        expect(started.blockedBy.every((b) => resolved.has(b))).toBe(true);
+      }
+      tasks = withStatus(tasks, Object.fromEntries(picked.map((id) => [id, "in_progress" as const])));
+      const running = tasks.filter((t) => t.status === "in_progress");
+      peak = Math.max(peak, running.length);
+      const finished = running[Math.floor(next() * running.length)] as Task; // workers finish in any order
+      resolved.add(finished.id);
+      tasks = withStatus(tasks, { [finished.id]: "resolved" });
+    }
+    expect(executionState(tasks)).toEqual({ kind: "done" });
+    expect(resolved.size).toBe(50);
+    expect(peak).toBeLessThanOrEqual(4);
+    expect(peak).toBeGreaterThan(1);
+  });
+});
