@@ -72,13 +72,15 @@ say "merge the first worktree ($one) into main"
 pu merge "$one"
 git log --oneline -n 3
 
-say "clean up every worktree (agents stopped, branches deleted)"
+say "clean up: merged work goes, unmerged work is kept (pu clean --all)"
 pu clean --all
+say "throw away the unmerged second worktree on purpose (pu clean --worktree $two --force)"
+pu clean --worktree "$two" --force
 
 say "what happened"
 echo "main now has: $(git ls-files | tr '\n' ' ')"
 echo "greeting.txt on main: $(cat greeting.txt)"
 if [ -e farewell.txt ]; then echo "unexpected: farewell.txt on main"; exit 1; fi
-echo "farewell.txt was not merged; its worktree $two was cleaned."
+echo "farewell.txt was not merged; its worktree $two was kept by clean --all and discarded with --force."
 echo "worktrees left: $(git worktree list | wc -l) (just the main checkout)"
 say "demo finished"

@@ -29,6 +29,8 @@ describe("the README's demo", () => {
     expect(stdout).toMatch(/greeting\.txt +\+1 -0/);
     expect(stdout).toMatch(/merged wt-[a-z0-9]{8} into main/);
     expect(stdout).toContain("greeting.txt on main: hello from agent one");
+    expect(stdout).toMatch(/kept wt-[a-z0-9]{8} \(farewell\): 1 commit not merged into its base/);
+    expect(stdout).toMatch(/cleaned wt-[a-z0-9]{8}: [^\n]*\n +discarded 1 commit not merged into its base/);
     expect(stdout).toContain("worktrees left: 1 (just the main checkout)");
     expect(stdout).toMatch(/== demo finished/);
 

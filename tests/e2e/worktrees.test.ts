@@ -1,6 +1,6 @@
 // Worktree work through the real `pu` binary: an agent commits in its worktree, then
 // diff --stat, a clean merge, a conflicting merge, clean --worktree and clean --all.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAKE_AGENT_COMMAND, PuSandbox } from "../helpers/pu-sandbox.js";
@@ -64,6 +64,7 @@ describe("pu worktrees end to end", { timeout: 120_000 }, () => {
   });
 
   it("clean --worktree removes that worktree's directory and branch only", async () => {
+    // feature was merged above, so nothing of it is lost.
     await sb.ok(["clean", "--worktree", feature.worktreeId]);
     expect(existsSync(feature.worktreePath)).toBe(false);
     expect(sb.git(["branch", "--list", "pu/feature"])).toBe("");
@@ -71,9 +72,38 @@ describe("pu worktrees end to end", { timeout: 120_000 }, () => {
     expect(sb.git(["branch", "--list", "pu/clash"])).toContain("pu/clash");
   });
 
-  it("clean --all removes every worktree directory and every pu/* branch", async () => {
+  it("clean refuses a worktree with unmerged commits or uncommitted files unless --force, and says what it discarded", async () => {
+    const risky = await sb.spawnAgent(["--agent", "terminal", "--name", "risky"]);
+    writeFileSync(path.join(risky.worktreePath!, "draft.txt"), "half done\n");
+    const refused = await sb.pu(["clean", "--worktree", risky.worktreeId]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toContain("1 uncommitted file (draft.txt)");
+    expect(refused.stderr).toContain("--force");
+    expect(existsSync(path.join(risky.worktreePath!, "draft.txt"))).toBe(true);
+    expect((await sb.agent(risky.agentId)).live).toBe(true);
+
+    // --all keeps it (and the conflicting worktree, whose commit never merged) and lists why.
+    const kept = await sb.pu(["clean", "--all", "--json"]);
+    expect(kept.code).toBe(0);
+    const report = JSON.parse(kept.stdout) as { cleaned: unknown[]; kept: { worktreeId: string; uncommittedFiles: string[]; unmergedCommits: number }[] };
+    expect(report.cleaned).toEqual([]);
+    expect(report.kept).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ worktreeId: risky.worktreeId, uncommittedFiles: ["draft.txt"], unmergedCommits: 0 }),
+        expect.objectContaining({ worktreeId: conflicting.worktreeId, uncommittedFiles: [], unmergedCommits: 1 }),
+      ]),
+    );
+    expect(existsSync(conflicting.worktreePath)).toBe(true);
+
+    const forced = await sb.ok(["clean", "--worktree", risky.worktreeId, "--force"]);
+    expect(forced).toContain("discarded 1 uncommitted file (draft.txt)");
+    expect(existsSync(risky.worktreePath!)).toBe(false);
+  });
+
+  it("clean --all --force removes every worktree directory and every pu/* branch", async () => {
     const third = await sb.spawnAgent(["--agent", "terminal", "--name", "third"]);
-    const out = await sb.ok(["clean", "--all"]);
+    const out = await sb.ok(["clean", "--all", "--force"]);
     expect(out).toContain(`cleaned ${third.worktreeId}`);
     for (const dir of [conflicting.worktreePath, third.worktreePath!]) expect(existsSync(dir), dir).toBe(false);
     expect(sb.git(["branch", "--list", "pu/*"])).toBe("");

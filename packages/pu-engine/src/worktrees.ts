@@ -304,6 +304,70 @@ async function rollBackCreate(projectRoot: string, worktreePath: string, branch:
 }
 
 // ---------------------------------------------------------------------------
+// Work that removing a worktree would throw away
+
+/**
+ * Files a worktree holds that are not committed, less the untracked copies of `envFiles`
+ * pu itself put there (those are pu's, not the agent's work).
+ */
+async function uncommittedWork(worktreePath: string, ignoreUntracked: string[]): Promise<string[]> {
+  const copied = new Set(ignoreUntracked.map((file) => path.posix.normalize(file.split(path.sep).join("/"))));
+  return (await uncommittedFiles(worktreePath, { includeUntracked: true, withStatus: true }))
+    .filter(({ code, file }) => !(code === "??" && copied.has(file)))
+    .map(({ file }) => file);
+}
+
+export interface WorkAtRiskOptions {
+  projectRoot: string;
+  path: string;
+  branch: string;
+  baseBranch?: string;
+  ignoreUntracked?: string[];
+}
+
+export interface WorkAtRisk {
+  uncommittedFiles: string[];
+  /** Commits on the branch whose changes the base does not hold (0 after a squash merge). */
+  unmergedCommits: number;
+}
+
+/**
+ * What `git worktree remove --force` plus `git branch -D` would destroy. A branch counts as
+ * merged when merging it into the base would change nothing, so a squash-merged branch (whose
+ * commits are not ancestors of the base) is not reported as unmerged work.
+ */
+export async function workAtRisk(options: WorkAtRiskOptions): Promise<WorkAtRisk> {
+  const { projectRoot, branch } = options;
+  const uncommitted = existsSync(options.path) ? await uncommittedWork(options.path, options.ignoreUntracked ?? []) : [];
+  const branchCommit = await revParse(projectRoot, `refs/heads/${branch}`);
+  if (!branchCommit) return { uncommittedFiles: uncommitted, unmergedCommits: 0 };
+  const baseCommit = options.baseBranch ? await revParse(projectRoot, `refs/heads/${options.baseBranch}`) : null;
+  // Without a base to compare with, every commit no other branch holds is at risk.
+  const exclusion = baseCommit ? [`^${baseCommit}`] : ["--not", `--exclude=${branch}`, "--branches"];
+  const counted = await gitProbe(projectRoot, ["rev-list", "--count", branchCommit, ...exclusion]);
+  let unmerged = counted.ok ? Number.parseInt(counted.stdout.trim(), 10) || 0 : 0;
+  if (unmerged > 0 && baseCommit && (await mergeChangesNothing(projectRoot, baseCommit, branchCommit))) unmerged = 0;
+  return { uncommittedFiles: uncommitted, unmergedCommits: unmerged };
+}
+
+async function mergeChangesNothing(dir: string, baseCommit: string, branchCommit: string): Promise<boolean> {
+  const merged = await gitProbe(dir, ["merge-tree", "--write-tree", baseCommit, branchCommit]);
+  if (!merged.ok) return false;
+  const baseTree = await gitProbe(dir, ["rev-parse", `${baseCommit}^{tree}`]);
+  return baseTree.ok && merged.stdout.split("\n")[0]?.trim() === baseTree.stdout.trim();
+}
+
+/** One clause naming what would be lost, e.g. "2 uncommitted files (a.ts, b.ts) and 3 unmerged commits". */
+export function describeWorkAtRisk(risk: WorkAtRisk): string {
+  const parts: string[] = [];
+  const files = risk.uncommittedFiles.length;
+  if (files > 0) parts.push(`${files} uncommitted file${files === 1 ? "" : "s"} (${summarize(risk.uncommittedFiles)})`);
+  const commits = risk.unmergedCommits;
+  if (commits > 0) parts.push(`${commits} commit${commits === 1 ? "" : "s"} not merged into its base`);
+  return parts.join(" and ");
+}
+
+// ---------------------------------------------------------------------------
 // Remove
 
 export interface RemoveWorktreeOptions {
@@ -501,10 +565,7 @@ async function mergeWorktreeLocked(options: MergeWorktreeOptions): Promise<Merge
   const message = options.message ?? (strategy === "squash" ? `Squash ${branch}` : `Merge ${branch}`);
 
   if (existsSync(worktreePath)) {
-    const copied = new Set((options.ignoreUntracked ?? []).map((file) => path.posix.normalize(file.split(path.sep).join("/"))));
-    const dirty = (await uncommittedFiles(worktreePath, { includeUntracked: true, withStatus: true }))
-      .filter(({ code, file }) => !(code === "??" && copied.has(file)))
-      .map(({ file }) => file);
+    const dirty = await uncommittedWork(worktreePath, options.ignoreUntracked ?? []);
     if (dirty.length > 0) {
       throw new PuError("INVALID_STATE", `worktree ${worktreePath} has uncommitted changes (${summarize(dirty)}); commit them in the worktree first`);
     }

@@ -12,6 +12,7 @@ import {
   mergeWorktree,
   MergeConflictError,
   removeWorktree,
+  workAtRisk,
   type CreatedWorktree,
 } from "../src/worktrees.js";
 import { isolateGitConfig, makeTempRepo, type TempRepo } from "./helpers/git-repo.js";
@@ -458,5 +459,31 @@ describe("removeWorktree", () => {
     symlinkSync(precious, link);
     await expectPuError(removeWorktree({ projectRoot: repo.root, worktreesDir, path: link, branch: "pu/link" }), "GIT_ERROR");
     expect(readFileSync(path.join(precious, "keep.txt"), "utf8")).toBe("keep");
+  });
+});
+
+describe("workAtRisk (what clean would throw away)", () => {
+  function risk(wt: CreatedWorktree, ignoreUntracked: string[] = []) {
+    return workAtRisk({ projectRoot: repo.root, path: wt.path, branch: wt.branch, baseBranch: wt.baseBranch, ignoreUntracked });
+  }
+
+  it("counts commits the base lacks and uncommitted files, but not pu's copied env files", async () => {
+    const wt = await create("risky");
+    expect(await risk(wt)).toEqual({ uncommittedFiles: [], unmergedCommits: 0 });
+    repo.commit({ "a.txt": "a\n" }, "one", wt.path);
+    repo.commit({ "b.txt": "b\n" }, "two", wt.path);
+    writeFileSync(path.join(wt.path, "notes.txt"), "draft\n");
+    writeFileSync(path.join(wt.path, ".env.local"), "SECRET=1\n");
+    expect(await risk(wt, [".env.local"])).toEqual({ uncommittedFiles: ["notes.txt"], unmergedCommits: 2 });
+  });
+
+  it("reports nothing unmerged once the branch is squash-merged (its commits are not ancestors of the base)", async () => {
+    const wt = await create("squashed");
+    repo.commit({ "a.txt": "a\n" }, "one", wt.path);
+    repo.commit({ "b.txt": "b\n" }, "two", wt.path);
+    await mergeWorktree({ projectRoot: repo.root, path: wt.path, branch: wt.branch, baseBranch: wt.baseBranch, strategy: "squash" });
+    expect(await risk(wt)).toEqual({ uncommittedFiles: [], unmergedCommits: 0 });
+    repo.commit({ "c.txt": "c\n" }, "after the squash", wt.path);
+    expect((await risk(wt)).unmergedCommits).toBeGreaterThan(0);
   });
 });

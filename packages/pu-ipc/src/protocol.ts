@@ -92,6 +92,8 @@ export const CleanRequest = req("clean", {
   projectRoot: ProjectRoot,
   worktreeId: z.string().max(64).optional(),
   all: z.boolean().optional(),
+  /** Remove even uncommitted files and commits the base branch lacks (the reply lists them). */
+  force: z.boolean().optional(),
   callerAgentId: AgentId.optional(),
 });
 export const SubscribeStatusRequest = req("subscribe_status", { projectRoot: ProjectRoot });
@@ -313,7 +315,15 @@ export interface CleanResult {
     removedPath: boolean;
     deletedBranch: boolean;
     notes: string[];
+    /** What `force` threw away. */
+    discarded?: WorkAtRiskView;
   }[];
+  /** Worktrees `all` left in place because removing them would lose work. */
+  kept: ({ worktreeId: string; name: string; reason: string } & WorkAtRiskView)[];
+}
+export interface WorkAtRiskView {
+  uncommittedFiles: string[];
+  unmergedCommits: number;
 }
 export interface DefinitionSummary {
   name: string;

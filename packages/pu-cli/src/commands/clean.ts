@@ -8,14 +8,22 @@ export default class CleanCommand extends PuCommand {
   static override paths = [["clean"]];
   static override usage = Command.Usage({
     description: "Remove worktrees: kill their agents, remove the directory, delete the branch",
+    details: `
+      A worktree with uncommitted files, or whose branch has commits its base branch lacks, is
+      not removed: one worktree is refused (exit 1) naming the files and the number of commits,
+      and \`--all\` cleans what is safe and lists what it kept. \`--force\` removes it anyway and
+      says what was discarded. A squash-merged branch counts as merged.
+    `,
     examples: [
       ["Clean one worktree", "$0 clean --worktree wt-ab12cd34"],
-      ["Clean every worktree", "$0 clean --all"],
+      ["Clean every worktree whose work is merged or committed", "$0 clean --all"],
+      ["Throw away a worktree's unmerged work", "$0 clean --worktree wt-ab12cd34 --force"],
     ],
   });
 
   worktree = Option.String("--worktree", { description: "Worktree id" });
   all = Option.Boolean("--all", false, { description: "Every worktree" });
+  force = Option.Boolean("--force", false, { description: "Also discard uncommitted files and unmerged commits" });
 
   async run(): Promise<number> {
     if ((this.worktree === undefined) === !this.all) {
@@ -25,6 +33,7 @@ export default class CleanCommand extends PuCommand {
     const fields = {
       projectRoot,
       ...(this.all ? { all: true } : { worktreeId: this.worktree! }),
+      ...(this.force ? { force: true } : {}),
       ...(process.env.PU_AGENT_ID ? { callerAgentId: process.env.PU_AGENT_ID } : {}),
     };
     const result = await withDaemon((client) => client.request("clean", fields, { timeoutMs: 300_000 }));
@@ -32,7 +41,7 @@ export default class CleanCommand extends PuCommand {
       writeJson(result);
       return 0;
     }
-    if (result.cleaned.length === 0) writeLine("nothing to clean");
+    if (result.cleaned.length === 0 && result.kept.length === 0) writeLine("nothing to clean");
     for (const c of result.cleaned) {
       const done = [
         c.killedAgents.length > 0 ? `killed ${c.killedAgents.join(", ")}` : "",
@@ -42,6 +51,7 @@ export default class CleanCommand extends PuCommand {
       writeLine(`cleaned ${c.worktreeId}${done.length ? `: ${done.join("; ")}` : ""}`);
       for (const note of c.notes) writeLine(`  ${note}`);
     }
+    for (const k of result.kept) writeLine(`kept ${k.worktreeId} (${k.name}): ${k.reason}; pu clean --worktree ${k.worktreeId} --force discards it`);
     return 0;
   }
 }
