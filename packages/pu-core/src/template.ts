@@ -56,6 +56,62 @@ export function renderTemplate(text: string, vars: Readonly<Record<string, strin
   return { text: rendered, missing: [...missing] };
 }
 
+export interface RenderedShellCommand {
+  /** The command text, each placeholder turned into a reference to its environment variable. */
+  command: string;
+  /** `PU_VAR_<NAME>` for every variable given (referenced or not). */
+  env: Record<string, string>;
+  missing: string[];
+}
+
+/** The environment variable a gate command reads a template variable from. */
+export function gateVariableName(name: string): string {
+  return `PU_VAR_${name}`;
+}
+
+/**
+ * Renders a command that a shell will run without ever splicing a value into its text: each
+ * `{{NAME}}` becomes `${PU_VAR_NAME}`, double-quoted where it stands outside quotes and
+ * closed-then-reopened inside single quotes, so the shell expands it as one word and never
+ * parses it (a value of `x; rm -rf ~` stays the argument `x; rm -rf ~`).
+ */
+export function renderShellCommand(text: string, vars: Readonly<Record<string, string>>): RenderedShellCommand {
+  const missing = new Set<string>();
+  let quote: "'" | '"' | null = null;
+  let scanned = 0;
+  // Quote state of the shell text up to `end` (exclusive), continuing from the last call.
+  const advance = (end: number) => {
+    for (; scanned < end; scanned++) {
+      const c = text[scanned];
+      if (quote === "'") {
+        if (c === "'") quote = null;
+      } else if (c === "\\") {
+        scanned++;
+      } else if (quote === '"') {
+        if (c === '"') quote = null;
+      } else if (c === "'" || c === '"') {
+        quote = c;
+      }
+    }
+  };
+  const command = text.replace(PLACEHOLDER, (whole: string, escaped: string | undefined, name: string | undefined, offset: number) => {
+    advance(offset);
+    scanned = offset + whole.length;
+    if (escaped || name === undefined) return whole.slice(1);
+    if (!Object.hasOwn(vars, name)) {
+      missing.add(name);
+      return whole;
+    }
+    const reference = `\${${gateVariableName(name)}}`;
+    if (quote === '"') return reference;
+    if (quote === "'") return `'"${reference}"'`;
+    return `"${reference}"`;
+  });
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(vars)) env[gateVariableName(name)] = value;
+  return { command, env, missing: [...missing] };
+}
+
 /**
  * Splits `---` frontmatter off a markdown file. The opening fence must be the
  * very first line; the closing fence is the next line that is exactly `---`

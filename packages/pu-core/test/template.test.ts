@@ -1,7 +1,10 @@
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { isPuError } from "../src/errors.js";
-import { parseTemplate, renderTemplate, templateVariables } from "../src/template.js";
+import { parseTemplate, renderShellCommand, renderTemplate, templateVariables } from "../src/template.js";
 
 const fixture = readFileSync(new URL("./fixtures/defs/templates/review.md", import.meta.url), "utf8");
 
@@ -62,5 +65,28 @@ describe("parseTemplate", () => {
     expect(configErrorOf(() => parseTemplate("---\nagent: [a, b]\n---\nbody", "x/t.md"))).toMatch(/^x\/t\.md: agent: /);
     expect(configErrorOf(() => parseTemplate("---\nagent: claude\nbody", "x/t.md"))).toMatch(/^x\/t\.md: .*never closed/);
     expect(configErrorOf(() => parseTemplate("---\n: : :\n  - [\n---\nbody", "x/t.md"))).toMatch(/^x\/t\.md: .*YAML/);
+  });
+});
+
+describe("renderShellCommand", () => {
+  const hostile = `a b; touch pwned # $(touch x) \`touch y\` 'q' "q" \\`;
+
+  it("turns each placeholder into a reference to PU_VAR_<NAME> suited to its quoting, and passes every value in env", () => {
+    const out = renderShellCommand(`run {{S}} "in {{S}}" 'in {{S}}' \\{{S}} {{MISSING}}`, { S: hostile, OTHER: "o" });
+    expect(out.command).toBe(`run "\${PU_VAR_S}" "in \${PU_VAR_S}" 'in '"\${PU_VAR_S}"'' {{S}} {{MISSING}}`);
+    expect(out.env).toEqual({ PU_VAR_S: hostile, PU_VAR_OTHER: "o" });
+    expect(out.missing).toEqual(["MISSING"]);
+  });
+
+  it("a shell running the command sees each value as exactly one word, and runs nothing from it", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "pu-shell-vars-"));
+    try {
+      const { command, env } = renderShellCommand(`printf '<%s>' {{S}} "[{{S}}]" '({{S}})'`, { S: hostile });
+      const out = execFileSync("/bin/sh", ["-c", command], { cwd: dir, env: { ...process.env, ...env }, encoding: "utf8" });
+      expect(out).toBe(`<${hostile}><[${hostile}]><(${hostile})>`);
+      expect(readdirSync(dir)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -22,7 +22,8 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import writeFileAtomic from "write-file-atomic";
-import { listDefinitions, loadDefinition, renderTemplate, type TriggerDefinition } from "@pu/core/definitions";
+import { listDefinitions, loadDefinition, type TriggerDefinition } from "@pu/core/definitions";
+import { renderShellCommand } from "@pu/core/template";
 import { PuError } from "@pu/core/errors";
 import { puDir, worktreesDir } from "@pu/core/paths";
 import type { GateResult } from "@pu/ipc/protocol";
@@ -157,11 +158,12 @@ export async function runHookGates(state: EngineState, root: string, event: Hook
     const vars = trigger.variables ?? {};
     for (const [seqIndex, action] of trigger.sequence.entries()) {
       if (!action.gate) continue;
+      const { command, env: varEnv } = renderShellCommand(action.gate.run, vars);
       const outcome = await runGate({
-        command: renderTemplate(action.gate.run, vars).text,
+        command,
         cwd: dir,
         timeoutSeconds: action.gate.timeout_seconds,
-        env: { PU_PROJECT_ROOT: root, PU_TRIGGER: trigger.name, PU_GATE_EVENT: event },
+        env: { ...varEnv, PU_PROJECT_ROOT: root, PU_TRIGGER: trigger.name, PU_GATE_EVENT: event },
       });
       const run = toGateRun(outcome, { agentId: HOOK_RECORD_AGENT, triggerName: trigger.name, seqIndex, expectedExit: action.gate.expect_exit });
       await appendGateRun(root, `hook-${event}`, run).catch((err: unknown) =>

@@ -8,6 +8,7 @@
 // where the last one stopped. A binding whose state is `gating` when no gate of this
 // daemon is running (the previous daemon died mid-gate) re-runs that gate.
 import { loadDefinition, renderTemplate, type TriggerAction, type TriggerDefinition } from "@pu/core/definitions";
+import { renderShellCommand } from "@pu/core/template";
 import { isPuError } from "@pu/core/errors";
 import { findAgent, type AgentEntry } from "@pu/core/manifest";
 import { deliverPrompt } from "./agent-launch.js";
@@ -232,7 +233,7 @@ export class TriggerRunner {
     await this.persist(live, expected, (a) => {
       a.triggerState = "gating";
     });
-    const command = renderTemplate(gate.run, vars).text;
+    const { command, env: varEnv } = renderShellCommand(gate.run, vars);
     const abort = new AbortController();
     run.gate = abort;
     let outcome: GateOutcome;
@@ -243,6 +244,7 @@ export class TriggerRunner {
         timeoutSeconds: gate.timeout_seconds,
         signal: abort.signal,
         env: {
+          ...varEnv,
           PU_AGENT_ID: live.agentId,
           PU_PROJECT_ROOT: live.projectRoot,
           PU_TRIGGER: trigger.name,

@@ -1,5 +1,5 @@
 // Triggers bound to real agents (the scripted fake agent on a real PTY) in a real daemon.
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Client } from "@pu/ipc/client";
@@ -259,5 +259,29 @@ sequence:
     await waitFor("the exit to be recorded", () => manifestAgent(repo.root, quitter.agentId)?.status === "broken", 30_000);
     expect(manifestAgent(repo.root, quitter.agentId)).toMatchObject({ triggerState: "gating", triggerSeqIndex: 0 });
     expect((await client.request("trigger_log", { projectRoot: repo.root, agentId: quitter.agentId })).runs).toEqual([]);
+  });
+  it("trigger variables reach a gate as environment variables, never as shell text", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    writeTrigger(
+      repo.root,
+      "vars",
+      `on: agent_idle
+sequence:
+  - gate: { run: "printf '%s' {{SUITE}} > bare.txt; printf '%s' \\"[{{SUITE}}]\\" > double.txt; printf '%s' '[{{SUITE}}]' > single.txt; printf '%s' \\"$PU_VAR_SUITE\\" > env.txt" }
+    inject: "echo gate done"
+`,
+    );
+    const hostile = `x; touch pwned-semi # $(touch pwned-sub) \`touch pwned-tick\` 'q' "q"`;
+    const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "vars", vars: { SUITE: hostile } });
+    trackAgentPid(spawned.agent.pid);
+    await waitFor("the trigger to complete", () => manifestAgent(repo.root, spawned.agentId)?.triggerState === "completed", 60_000);
+    const read = (name: string) => readFileSync(path.join(repo.root, name), "utf8");
+    expect(read("bare.txt")).toBe(hostile);
+    expect(read("double.txt")).toBe(`[${hostile}]`);
+    expect(read("single.txt")).toBe(`[${hostile}]`);
+    expect(read("env.txt")).toBe(hostile);
+    expect(readdirSync(repo.root).filter((f) => f.startsWith("pwned"))).toEqual([]);
   });
 });
