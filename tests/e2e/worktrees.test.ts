@@ -75,7 +75,7 @@ describe("pu worktrees end to end", { timeout: 120_000 }, () => {
   it("clean refuses a worktree with unmerged commits or uncommitted files unless --force, and says what it discarded", async () => {
     const risky = await sb.spawnAgent(["--agent", "terminal", "--name", "risky"]);
     writeFileSync(path.join(risky.worktreePath!, "draft.txt"), "half done\n");
-    const refused = await sb.pu(["clean", "--worktree", risky.worktreeId]);
+    const refused = await sb.pu(["clean", "--worktree", risky.worktreeId!]);
     expect(refused.code).toBe(1);
     expect(refused.stderr.trim().split("\n")).toHaveLength(1);
     expect(refused.stderr).toContain("1 uncommitted file (draft.txt)");
@@ -96,7 +96,7 @@ describe("pu worktrees end to end", { timeout: 120_000 }, () => {
     );
     expect(existsSync(conflicting.worktreePath)).toBe(true);
 
-    const forced = await sb.ok(["clean", "--worktree", risky.worktreeId, "--force"]);
+    const forced = await sb.ok(["clean", "--worktree", risky.worktreeId!, "--force"]);
     expect(forced).toContain("discarded 1 uncommitted file (draft.txt)");
     expect(existsSync(risky.worktreePath!)).toBe(false);
   });
