@@ -58,6 +58,7 @@ describe("shell metacharacters end to end", { timeout: 120_000 }, () => {
       readFileSync(config, "utf8") +
         `\nagents:\n  scripted:\n    command: ${JSON.stringify(FAKE_AGENT_COMMAND)}\n    promptFlag: --prompt\n    interactive: false\n    launchArgs: []\n`,
     );
+    await sb.ok(["trust"]); // the project's own agent type runs only once trusted
     const spawned = await sb.spawnAgent([nasty, "--agent", "scripted", "--root"]);
     const logs = await sb.waitForLogs(spawned.agentId, "arg --prompt");
     await sb.waitForLogs(spawned.agentId, `arg ${nasty}\r\n`);

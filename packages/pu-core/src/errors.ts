@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   "TIMEOUT",
   "GIT_ERROR",
   "IO_ERROR",
+  "UNTRUSTED",
   "INTERNAL",
 ] as const;
 

@@ -11,6 +11,7 @@ import {
 } from "@pu/core/definitions";
 import { PuError } from "@pu/core/errors";
 import type { AgentEntry } from "@pu/core/manifest";
+import { definitionCommandTrustItem, triggerTrustItem } from "@pu/core/trust";
 import type { RequestOf } from "@pu/ipc/protocol";
 import type { EngineState } from "./state.js";
 
@@ -24,6 +25,7 @@ export function definitionScopes(state: EngineState, projectRoot?: string): Defi
 /** A trigger an agent can be bound to (`on: agent_idle`); NOT_FOUND names the dirs searched. */
 export async function loadAgentTrigger(state: EngineState, root: string, name: string): Promise<LoadedDefinition<"trigger">> {
   const loaded = await loadDefinition("trigger", name, definitionScopes(state, root));
+  await state.trust.require(root, [triggerTrustItem(loaded)]);
   if (loaded.parsed.on !== "agent_idle") {
     throw new PuError(
       "INVALID_ARGUMENT",
@@ -116,7 +118,10 @@ export async function applySpawnTemplate(
   }
   const next: RequestOf<"spawn"> = { ...req, prompt: rendered.text.trim() === "" ? undefined : rendered.text };
   if (next.agent === undefined && loaded.parsed.agent !== undefined) next.agent = loaded.parsed.agent;
-  if (next.command === undefined && loaded.parsed.command !== undefined) next.command = loaded.parsed.command;
+  if (next.command === undefined && loaded.parsed.command !== undefined) {
+    await state.trust.require(root, [definitionCommandTrustItem(loaded)]);
+    next.command = loaded.parsed.command;
+  }
   return { req: next, warnings };
 }
 
@@ -127,7 +132,9 @@ export async function agentDefinitionSpawnFields(
   name: string,
   vars: Record<string, string> | undefined,
 ): Promise<Pick<RequestOf<"spawn">, "agent" | "command" | "template" | "prompt" | "vars">> {
-  const { parsed: def } = await loadDefinition("agent", name, definitionScopes(state, root));
+  const loaded = await loadDefinition("agent", name, definitionScopes(state, root));
+  const def = loaded.parsed;
+  await state.trust.require(root, [definitionCommandTrustItem(loaded)]);
   const fields: Pick<RequestOf<"spawn">, "agent" | "command" | "template" | "prompt" | "vars"> = { agent: def.agentType };
   if (def.command !== undefined) fields.command = def.command;
   if (def.template !== undefined) fields.template = def.template;

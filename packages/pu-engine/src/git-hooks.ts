@@ -24,6 +24,7 @@ import { promisify } from "node:util";
 import writeFileAtomic from "write-file-atomic";
 import { listDefinitions, loadDefinition, type TriggerDefinition } from "@pu/core/definitions";
 import { renderShellCommand } from "@pu/core/template";
+import { triggerTrustItem } from "@pu/core/trust";
 import { PuError } from "@pu/core/errors";
 import { puDir, worktreesDir } from "@pu/core/paths";
 import type { GateResult } from "@pu/ipc/protocol";
@@ -149,8 +150,11 @@ export async function runHookGates(state: EngineState, root: string, event: Hook
       state.log.event("gate_trigger_invalid", { projectRoot: root, name: summary.name, error: summary.error });
       continue;
     }
-    const { parsed } = await loadDefinition("trigger", summary.name, scopes);
-    if (parsed.on === event) triggers.push(parsed);
+    const loaded = await loadDefinition("trigger", summary.name, scopes);
+    if (loaded.parsed.on !== event) continue;
+    // An untrusted gate blocks the commit or push and says why, rather than being skipped.
+    await state.trust.require(root, [triggerTrustItem(loaded)]);
+    triggers.push(loaded.parsed);
   }
 
   const result: GateResult = { passed: true, runs: [] };

@@ -26,6 +26,7 @@ import { handleStatus } from "./handlers/status.js";
 import { handleSubscribeStatus } from "./handlers/subscribe-status.js";
 import { handleSuspend } from "./handlers/suspend.js";
 import { handleTriggerLog } from "./handlers/trigger-log.js";
+import { handleTrust } from "./handlers/trust.js";
 import type { EngineState } from "./state.js";
 
 export function createHandlers(state: EngineState): Handlers {
@@ -56,6 +57,7 @@ export function createHandlers(state: EngineState): Handlers {
     trigger_log: (req) => handleTriggerLog(state, req),
     schedule_enable: (req) => handleScheduleEnable(state, req),
     gate: (req) => handleGate(state, req),
+    trust: (req) => handleTrust(state, req),
   });
 }
 

@@ -13,6 +13,7 @@ import type { ProjectRegistry } from "./projects.js";
 import type { Scheduler } from "./scheduler.js";
 import type { TriggerRunner } from "./trigger-runner.js";
 import { StatusWatch } from "./status-watch.js";
+import { TrustStore } from "./trust-store.js";
 
 /** Why the daemon itself is stopping an agent; decides what its exit is recorded as. */
 export type StopIntent = "kill" | "suspend" | "shutdown" | "clean";
@@ -45,6 +46,8 @@ export interface AgentStatusChange {
 /** Everything the request handlers share: one instance per daemon. */
 export class EngineState {
   readonly store = new ManifestStore();
+  /** `$PU_HOME/trust.json`: project content allowed to run commands. */
+  readonly trust: TrustStore;
   /** Keyed by agent id (ids are unique across projects, so logs/attach need no project). */
   readonly sessions = new Map<string, LiveAgent>();
   /** "agent_status" (AgentStatusChange). The trigger runner listens here. */
@@ -74,6 +77,7 @@ export class EngineState {
     readonly log: DaemonLog,
   ) {
     this.statusWatch = new StatusWatch(this);
+    this.trust = new TrustStore(home);
     // The trigger runner may not be attached yet; an emitter with no listener is fine, a throwing one is not.
     this.events.setMaxListeners(100);
   }

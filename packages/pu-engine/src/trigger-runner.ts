@@ -9,6 +9,7 @@
 // daemon is running (the previous daemon died mid-gate) re-runs that gate.
 import { loadDefinition, renderTemplate, type TriggerAction, type TriggerDefinition } from "@pu/core/definitions";
 import { renderShellCommand } from "@pu/core/template";
+import { triggerTrustItem } from "@pu/core/trust";
 import { isPuError } from "@pu/core/errors";
 import { findAgent, type AgentEntry } from "@pu/core/manifest";
 import { deliverPrompt } from "./agent-launch.js";
@@ -203,7 +204,10 @@ export class TriggerRunner {
   /** The trigger the agent is bound to; a missing or broken file fails the binding (cleanly). */
   private async loadBoundTrigger(live: LiveAgent, expected: Expected): Promise<TriggerDefinition | undefined> {
     try {
-      return (await loadDefinition("trigger", expected.triggerName, definitionScopes(this.state, live.projectRoot))).parsed;
+      const loaded = await loadDefinition("trigger", expected.triggerName, definitionScopes(this.state, live.projectRoot));
+      // Checked on every use: the file may have changed since the agent was bound.
+      await this.state.trust.require(live.projectRoot, [triggerTrustItem(loaded)]);
+      return loaded.parsed;
     } catch (err) {
       const error =
         isPuError(err) && err.code === "NOT_FOUND"

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Client } from "@pu/ipc/client";
-import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, startTestDaemon, trackAgentPid, waitFor } from "./helpers/daemon.js";
+import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, startTestDaemon, trackAgentPid, trustProject, waitFor } from "./helpers/daemon.js";
 
 afterEach(cleanupAll);
 
@@ -74,6 +74,7 @@ describe("definition requests", () => {
       path.join(repo.root, ".pu", "templates", "greet.md"),
       `---\ndescription: says hello\ncommand: ${JSON.stringify(FAKE_AGENT_COMMAND)}\n---\necho hello {{WHO}} and {{NOBODY}}`,
     );
+    await trustProject(client, repo.root);
 
     const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, template: "greet", vars: { WHO: "pu" } });
     trackAgentPid(spawned.agent.pid);

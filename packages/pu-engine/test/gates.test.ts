@@ -5,7 +5,7 @@ import { constants as osConstants } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, startTestDaemon, trackAgentPid } from "./helpers/daemon.js";
+import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, startTestDaemon, trackAgentPid, trustProject } from "./helpers/daemon.js";
 import { runGit } from "./helpers/git-repo.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -48,6 +48,7 @@ describe("git-hook gates", () => {
     const repo = await makeProject(client);
     mkdirSync(path.join(repo.root, ".pu", "triggers"), { recursive: true });
     writeFileSync(path.join(repo.root, ".pu", "triggers", "no-forbidden.yaml"), NO_FORBIDDEN);
+    await trustProject(client, repo.root);
     // The user's own hook keeps running everywhere (pu chains to it in its worktrees).
     const userHook = path.join(repo.root, ".git", "hooks", "pre-commit");
     writeFileSync(userHook, `#!/bin/sh\necho ran >> "$(git rev-parse --show-toplevel)/user-hook-ran"\n`);
@@ -90,6 +91,7 @@ describe("git-hook gates", () => {
     const repo = await makeProject(client);
     mkdirSync(path.join(repo.root, ".pu", "triggers"), { recursive: true });
     writeFileSync(path.join(repo.root, ".pu", "triggers", "where.yaml"), `on: pre_push\nsequence:\n  - gate: { run: "pwd; test -f README.md" }\n`);
+    await trustProject(client, repo.root);
     const spawned = await client.request("spawn", { projectRoot: repo.root, command: FAKE_AGENT_COMMAND, name: "deep" });
     trackAgentPid(spawned.agent.pid);
     const worktree = spawned.worktreePath ?? "";
@@ -111,6 +113,7 @@ describe("git-hook gates", () => {
       path.join(repo.root, ".pu", "triggers", "signalled.yaml"),
       `on: pre_push\nsequence:\n  - gate: { run: "kill -USR1 $$", expect_exit: ${128 + usr1} }\n`,
     );
+    await trustProject(client, repo.root);
     const result = await client.request("gate", { projectRoot: repo.root, event: "pre_push", cwd: repo.root });
     expect(result.runs[0]).toMatchObject({ exitCode: 128 + usr1, passed: true });
   });
@@ -124,6 +127,7 @@ describe("git-hook gates", () => {
       path.join(repo.root, ".pu", "triggers", "slow.yaml"),
       `on: pre_push\nsequence:\n  - gate: { run: "echo starting; sleep 30", timeout_seconds: 1 }\n`,
     );
+    await trustProject(client, repo.root);
     const result = await client.request("gate", { projectRoot: repo.root, event: "pre_push", cwd: repo.root });
     expect(result.passed).toBe(false);
     expect(result.runs[0]).toMatchObject({ exitCode: null, timedOut: true });

@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Client } from "@pu/ipc/client";
-import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, readManifest, startTestDaemon, trackAgentPid, waitFor } from "./helpers/daemon.js";
+import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, readManifest, startTestDaemon, trackAgentPid, trustProject, waitFor } from "./helpers/daemon.js";
 
 afterEach(cleanupAll);
 
@@ -27,6 +27,7 @@ describe("swarms", () => {
       "worker.yaml",
       `agentType: terminal\ncommand: ${JSON.stringify(FAKE_AGENT_COMMAND)}\ninlinePrompt: "echo working on {{TASK}}"\n`,
     );
+    await trustProject(client, repo.root);
     writeDef(
       repo.root,
       "swarms",

@@ -12,6 +12,7 @@ import {
   startTestDaemon,
   trackAgentPid,
   waitFor,
+  trustProject,
 } from "./helpers/daemon.js";
 
 afterEach(cleanupAll);
@@ -50,6 +51,7 @@ describe("triggers", () => {
     const client = await daemon.client();
     const repo = await makeProject(client);
     writeTrigger(repo.root, "three-step", THREE_STEPS);
+    await trustProject(client, repo.root);
 
     const spawned = await client.request("spawn", {
       projectRoot: repo.root,
@@ -101,6 +103,7 @@ sequence:
     inject: "echo unreachable"
 `,
     );
+    await trustProject(client, repo.root);
     const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "never" });
     trackAgentPid(spawned.agent.pid);
     const id = spawned.agentId;
@@ -133,6 +136,7 @@ sequence:
   - inject: "echo second"
 `,
     );
+    await trustProject(client, repo.root);
     const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "gone" });
     trackAgentPid(spawned.agent.pid);
     const id = spawned.agentId;
@@ -242,6 +246,7 @@ sequence:
       "slow-gate",
       `on: agent_idle\nsequence:\n  - gate: { run: "sleep 2; echo gate done" }\n    inject: "echo after the gate"\n`,
     );
+    await trustProject(client, repo.root);
     const busy = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "slow-gate" });
     trackAgentPid(busy.agent.pid);
     await waitFor("the gate to start", () => manifestAgent(repo.root, busy.agentId)?.triggerState === "gating", 30_000);
@@ -273,6 +278,7 @@ sequence:
     inject: "echo gate done"
 `,
     );
+    await trustProject(client, repo.root);
     const hostile = `x; touch pwned-semi # $(touch pwned-sub) \`touch pwned-tick\` 'q' "q"`;
     const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "vars", vars: { SUITE: hostile } });
     trackAgentPid(spawned.agent.pid);

@@ -138,6 +138,11 @@ export const GateRequest = req("gate", {
   event: z.enum(["pre_commit", "pre_push"]),
   cwd: z.string().min(1).max(4096),
 });
+export const TrustRequest = req("trust", {
+  projectRoot: ProjectRoot,
+  /** List what the project's `.pu/` would run and whether it is trusted, without recording anything. */
+  showOnly: z.boolean().optional(),
+});
 
 export const RequestSchema = z.discriminatedUnion("type", [
   HelloRequest,
@@ -167,6 +172,7 @@ export const RequestSchema = z.discriminatedUnion("type", [
   TriggerLogRequest,
   ScheduleEnableRequest,
   GateRequest,
+  TrustRequest,
 ]);
 
 export type Request = z.infer<typeof RequestSchema>;
@@ -203,6 +209,7 @@ export const RequestSchemas = {
   trigger_log: TriggerLogRequest,
   schedule_enable: ScheduleEnableRequest,
   gate: GateRequest,
+  trust: TrustRequest,
 } as const satisfies { [T in RequestType]: z.ZodType };
 
 // ---- results (the `result` of an `ok` reply) ----
@@ -361,6 +368,12 @@ export interface GateRun {
   outputTail: string;
   startedAt: string;
 }
+export interface TrustResult {
+  /** Every command-bearing item of the project's `.pu/`, with whether it was trusted before this request. */
+  items: { key: string; file: string; runs: string; trusted: boolean }[];
+  /** How many items this request trusted (0 with `showOnly`). */
+  recorded: number;
+}
 export interface GateResult {
   passed: boolean;
   runs: Omit<GateRun, "agentId" | "seqIndex">[];
@@ -394,6 +407,7 @@ export interface ResultMap {
   trigger_log: { runs: GateRun[] };
   schedule_enable: { name: string; enabled: boolean; nextRun: string | null };
   gate: GateResult;
+  trust: TrustResult;
 }
 export type ResultOf<T extends RequestType> = ResultMap[T];
 

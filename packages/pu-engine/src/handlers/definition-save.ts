@@ -1,4 +1,5 @@
-import { saveDefinition } from "@pu/core/definitions";
+import { loadDefinition, saveDefinition, type LoadedDefinition } from "@pu/core/definitions";
+import { definitionCommandTrustItem, triggerTrustItem } from "@pu/core/trust";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import { definitionScopes } from "../definitions-service.js";
 import type { EngineState } from "../state.js";
@@ -12,6 +13,15 @@ export async function handleDefinitionSave(state: EngineState, req: RequestOf<"d
     overwrite: req.overwrite === true,
   });
   state.log.event("definition_saved", { kind: req.kind, name: req.name, path: saved.path });
+  // What a person saved through pu is theirs: it is trusted as written (a later hand edit asks again).
+  if (root !== undefined && saved.scope === "local" && (req.kind === "trigger" || req.kind === "agent" || req.kind === "template")) {
+    const loaded = await loadDefinition(req.kind, req.name, definitionScopes(state, root));
+    const item =
+      req.kind === "trigger"
+        ? triggerTrustItem(loaded as LoadedDefinition<"trigger">)
+        : definitionCommandTrustItem(loaded as LoadedDefinition<"agent"> | LoadedDefinition<"template">);
+    await state.trust.trust(root, [item]);
+  }
   if (req.kind === "schedule") state.scheduler?.rearm("schedule saved");
   return { path: saved.path, scope: saved.scope };
 }

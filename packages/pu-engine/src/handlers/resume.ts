@@ -1,4 +1,5 @@
 import { loadConfig } from "@pu/core/config";
+import { agentTypeTrustItem } from "@pu/core/trust";
 import { PuError } from "@pu/core/errors";
 import type { AgentEntry, WorktreeEntry } from "@pu/core/manifest";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
@@ -37,6 +38,7 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
     idleThresholdSeconds = config.idleThresholdSeconds;
     const type = config.agents[agent.agentType];
     if (!type) throw new Error(`agent type '${agent.agentType}' is no longer configured`);
+    if (agent.command === undefined) await state.trust.require(root, [agentTypeTrustItem(root, agent.agentType, type)]);
     const launch = buildLaunch({ ...type, name: agent.agentType }, {
       resume: true,
       sessionId: agent.sessionId,

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { loadConfig, resolveAgentType, type Config } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
+import { agentTypeTrustItem } from "@pu/core/trust";
 import { newAgentId, newSessionId, newWorktreeId } from "@pu/core/ids";
 import type { AgentEntry, Manifest, WorktreeEntry } from "@pu/core/manifest";
 import { normalizeWorktreeName } from "@pu/core/names";
@@ -113,6 +114,8 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   const triggerFields = await spawnTriggerBinding(state, root, req, config);
   const agentType = req.agent ?? (req.command !== undefined ? "terminal" : config.defaultAgent);
   const typeConfig = agentTypeOrThrow(config, agentType);
+  // A command given with the request is the person's own; a project agent type is the repository's.
+  if (req.command === undefined) await state.trust.require(root, [agentTypeTrustItem(root, agentType, typeConfig)]);
   const agentId = newAgentId();
   const sessionId = agentType === "claude" ? newSessionId() : undefined;
   let launch: Launch;

@@ -199,8 +199,16 @@ export async function makeProject(client: Client, configYaml?: string): Promise<
   const repo = makeTempRepo();
   trackTempDir(path.dirname(repo.root));
   await client.request("init", { projectRoot: repo.root });
-  if (configYaml !== undefined) writeFileSync(path.join(repo.root, ".pu", "config.yaml"), configYaml);
+  if (configYaml !== undefined) {
+    writeFileSync(path.join(repo.root, ".pu", "config.yaml"), configYaml);
+    await trustProject(client, repo.root);
+  }
   return repo;
+}
+
+/** `pu trust`: what a person does once after writing `.pu/` files that run commands by hand. */
+export async function trustProject(client: Client, root: string): Promise<void> {
+  await client.request("trust", { projectRoot: root });
 }
 
 export function readManifest(root: string): Manifest {
