@@ -66,7 +66,7 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
   it("a worktree name with no usable characters is an error; ../x is normalized to x inside .pu/worktrees", async () => {
     for (const name of ["///", "", "$$$"]) {
       const run = await sb.pu(["spawn", "--agent", "terminal", "--name", name]);
-      expectOneLineError(run, 1, /worktree name .* has no usable characters/);
+      expectOneLineError(run, 2, /worktree name .* has no usable characters/);
     }
     expect(sb.git(["branch", "--list", "pu/*"])).toBe("");
 
@@ -79,7 +79,7 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
 
   it("an unknown agent type exits 1 and lists the known types", async () => {
     const run = await sb.pu(["spawn", "--agent", "nosuch"]);
-    expectOneLineError(run, 1, /unknown agent type 'nosuch'.*claude.*codex.*opencode.*terminal/);
+    expectOneLineError(run, 2, /unknown agent type 'nosuch'.*claude.*codex.*opencode.*terminal/);
   });
 
   it("conflicting spawn flags are usage errors (exit 2)", async () => {

@@ -26,6 +26,8 @@ export interface RunOptions {
   cwd?: string;
   /** Added to (or, with `undefined`, removed from) the sandbox environment. */
   env?: Record<string, string | undefined>;
+  /** Written to the command's standard input (otherwise stdin is /dev/null). */
+  input?: string;
 }
 
 /** A `pu` process left running (logs --follow, attach without a terminal). */
@@ -149,14 +151,15 @@ export class PuSandbox {
   }
 
   /** Runs `pu ARGS` to completion (cwd: the project root unless given). */
-  pu(args: string[], { cwd = this.root, env }: RunOptions = {}): Promise<PuRun> {
+  pu(args: string[], { cwd = this.root, env, input }: RunOptions = {}): Promise<PuRun> {
     return new Promise((resolve) => {
-      const child = spawn(process.execPath, [PU_BIN, ...args], { cwd, env: this.env(env), stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(process.execPath, [PU_BIN, ...args], { cwd, env: this.env(env), stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+      if (input !== undefined) child.stdin?.end(input);
       this.children.add(child);
       let stdout = "";
       let stderr = "";
-      child.stdout.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
-      child.stderr.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
+      child.stdout?.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
+      child.stderr?.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
       // A hung command must fail its test, not the whole run.
       const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
       child.on("close", (code, signal) => {

@@ -1,7 +1,6 @@
 // What `pu trigger|prompt|agent|swarm|schedule list|show|create|delete` share. Each
 // command file is a small subclass naming its kind; the daemon does the reading,
 // validating and writing, so the CLI never touches definition files itself.
-import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
 import type { DefinitionGetResult, DefinitionKind, DefinitionSummary } from "@pu/ipc/protocol";
@@ -13,6 +12,7 @@ import { parseVars } from "./commands/spawn.js";
 import { withDaemon } from "./daemon-client.js";
 import { writeJson, writeLine } from "./output.js";
 import { PuCommand } from "./pu-command.js";
+import { readFileOption } from "./read-file-option.js";
 import { CliUsageError } from "./usage-error.js";
 
 /** How one kind of definition appears on the command line. */
@@ -158,13 +158,7 @@ export abstract class DefinitionCreateCommand extends DefinitionCommand {
       throw new CliUsageError(given.length === 0 ? `say where the ${this.noun.noun} comes from: ${ways}` : `${given.join(" and ")} cannot be used together`);
     }
     if (inline !== undefined) return inline;
-    const from = this.file ?? 0; // fd 0: stdin
-    try {
-      return readFileSync(from, "utf8");
-    } catch (error) {
-      const why = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      throw new CliUsageError(this.file !== undefined ? `cannot read --file ${this.file}: ${why}` : `cannot read stdin: ${why}`);
-    }
+    return readFileOption(this.file ?? "-");
   }
 
   async run(): Promise<number> {

@@ -44,9 +44,14 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === "string" && (ERROR_CODES as readonly string[]).includes(value);
 }
 
-/** Process exit status for a failure: 3 = the thing is not there, 4 = the daemon could not be reached or understood. */
-export function exitCodeFor(code: ErrorCode): 1 | 3 | 4 {
+/**
+ * Process exit status for a failure: 2 = the request itself was wrong (as the CLI's own usage
+ * errors), 3 = the thing is not there, 4 = the daemon could not be reached or understood.
+ */
+export function exitCodeFor(code: ErrorCode): 1 | 2 | 3 | 4 {
   switch (code) {
+    case "INVALID_ARGUMENT":
+      return 2;
     case "NOT_INITIALIZED":
     case "AGENT_NOT_FOUND":
     case "WORKTREE_NOT_FOUND":

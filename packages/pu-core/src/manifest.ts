@@ -64,6 +64,8 @@ export const AgentEntrySchema = z.looseObject({
   suspendedAt: optional(IsoDateTime),
   command: optional(z.string()),
   planMode: optional(z.boolean()),
+  /** Variables given with `pu spawn --env`, set again when the agent is resumed. */
+  env: optional(z.record(z.string(), z.string())),
   triggerName: optional(z.string()),
   triggerSeqIndex: optional(z.number().int()),
   triggerState: optional(TriggerStateSchema),

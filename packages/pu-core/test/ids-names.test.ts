@@ -96,6 +96,7 @@ describe("errors", () => {
     expect(exitCodeFor("DAEMON_UNAVAILABLE")).toBe(4);
     expect(exitCodeFor("PROTOCOL_MISMATCH")).toBe(4);
     expect(exitCodeFor("TIMEOUT")).toBe(4);
+    expect(exitCodeFor("INVALID_ARGUMENT")).toBe(2);
     expect(exitCodeFor("SPAWN_FAILED")).toBe(1);
     expect(exitCodeFor("INTERNAL")).toBe(1);
   });

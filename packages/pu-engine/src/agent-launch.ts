@@ -117,6 +117,8 @@ export interface LaunchEnvOptions {
   agentId: string;
   projectRoot: string;
   worktreeId?: string;
+  /** The caller's own variables (`pu spawn --env`); pu's PU_* identity variables still win. */
+  extra?: Record<string, string>;
 }
 
 export function buildEnv(base: NodeJS.ProcessEnv, opts: LaunchEnvOptions): Record<string, string> {
@@ -126,6 +128,7 @@ export function buildEnv(base: NodeJS.ProcessEnv, opts: LaunchEnvOptions): Recor
   }
   // Claude refuses to start inside another Claude session when this is set.
   delete env.CLAUDECODE;
+  Object.assign(env, opts.extra);
   env.TERM = "xterm-256color";
   env.COLORTERM = "truecolor";
   env.PU_AGENT_ID = opts.agentId;

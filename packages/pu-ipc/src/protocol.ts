@@ -44,6 +44,8 @@ export const SpawnRequest = req("spawn", {
   trigger: Name.optional(),
   noTrigger: z.boolean().optional(),
   extraArgs: z.array(z.string().max(65536)).max(256).optional(),
+  /** Added to the agent's environment (which is otherwise the daemon's). */
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").max(256), z.string().max(65536)).optional(),
   cols: z.number().int().min(1).max(1000).optional(),
   rows: z.number().int().min(1).max(1000).optional(),
   // Set by the CLI when it runs inside a pu agent (PU_AGENT_ID); informational.
@@ -263,6 +265,8 @@ export interface SpawnResult {
 export interface KillResult {
   killed: { agentId: string; exitCode: number | null }[];
   skipped: { agentId: string; reason: string }[];
+  /** With target "worktrees": root agents still running, which only "all" (`--include-root`) stops. */
+  rootAgentsLeft?: number;
 }
 export interface SuspendResult {
   suspended: string[];

@@ -10,25 +10,29 @@ export default class KillCommand extends PuCommand {
     description: "Stop agents (SIGTERM, then SIGKILL after a grace period)",
     details: "`--all` stops every agent in a worktree; add `--include-root` to stop root agents too. The agent running this command (PU_AGENT_ID) is never killed.",
     examples: [
-      ["Stop one agent", "$0 kill --agent ag-ab12cd34"],
+      ["Stop one agent", "$0 kill ag-ab12cd34"],
+      ["The same, spelled out", "$0 kill --agent ag-ab12cd34"],
       ["Stop every agent of a worktree", "$0 kill --worktree wt-ab12cd34"],
       ["Stop everything", "$0 kill --all --include-root"],
     ],
   });
 
+  id = Option.String({ name: "ID", required: false });
   agent = Option.String("--agent", { description: "Agent id" });
   worktree = Option.String("--worktree", { description: "Worktree id" });
   all = Option.Boolean("--all", false, { description: "Every worktree agent" });
   includeRoot = Option.Boolean("--include-root", false, { description: "With --all: root agents too" });
 
   target(): string {
-    const chosen = [this.agent && "--agent", this.worktree && "--worktree", this.all && "--all"].filter(Boolean);
+    const chosen = [this.id && "ID", this.agent && "--agent", this.worktree && "--worktree", this.all && "--all"].filter(Boolean);
     if (chosen.length !== 1) {
       throw new CliUsageError(
-        chosen.length === 0 ? "say what to kill: --agent ID, --worktree WT or --all" : `${chosen.join(" and ")} cannot be used together`,
+        chosen.length === 0 ? "say what to kill: an agent or worktree ID, --agent ID, --worktree WT or --all" : `${chosen.join(" and ")} cannot be used together`,
       );
     }
     if (this.includeRoot && !this.all) throw new CliUsageError("--include-root only goes with --all");
+    // A bare id may name an agent or a worktree; the daemon tells them apart.
+    if (this.id) return this.id;
     if (this.agent) return this.agent;
     if (this.worktree) return this.worktree;
     return this.includeRoot ? "all" : "worktrees";
@@ -45,7 +49,9 @@ export default class KillCommand extends PuCommand {
     }
     for (const k of result.killed) writeLine(`killed ${k.agentId} (exit ${k.exitCode ?? "unknown"})`);
     for (const s of result.skipped) writeLine(`skipped ${s.agentId}: ${s.reason}`);
-    if (result.killed.length === 0 && result.skipped.length === 0) writeLine("nothing to kill");
+    const left = result.rootAgentsLeft ?? 0;
+    if (result.killed.length === 0 && result.skipped.length === 0) writeLine(left > 0 ? "no worktree agent to kill" : "nothing to kill");
+    if (left > 0) writeLine(`${left} root agent${left === 1 ? " is" : "s are"} still running: --all stops worktree agents only; add --include-root to stop ${left === 1 ? "it" : "them"} too`);
     return 0;
   }
 }

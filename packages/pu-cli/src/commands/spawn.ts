@@ -1,9 +1,9 @@
-import { readFileSync } from "node:fs";
 import { Command, Option } from "../clipanion.js";
 import type { RequestFields } from "@pu/ipc/protocol";
 import { withDaemon } from "../daemon-client.js";
 import { writeJson, writeLine, writeNote } from "../output.js";
 import { PuCommand } from "../pu-command.js";
+import { readFileOption } from "../read-file-option.js";
 import { CliUsageError } from "../usage-error.js";
 
 function rejectBoth(a: [string, unknown], b: [string, unknown]): void {
@@ -11,14 +11,22 @@ function rejectBoth(a: [string, unknown], b: [string, unknown]): void {
   if (given(a[1]) && given(b[1])) throw new CliUsageError(`${a[0]} and ${b[0]} cannot be used together`);
 }
 
-export function parseVars(pairs: readonly string[]): Record<string, string> {
+export function parseVars(pairs: readonly string[], option = "--var"): Record<string, string> {
   const vars: Record<string, string> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf("=");
-    if (eq <= 0) throw new CliUsageError(`--var expects KEY=VALUE, got "${pair}"`);
+    if (eq <= 0) throw new CliUsageError(`${option} expects KEY=VALUE, got "${pair}"`);
     vars[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return vars;
+}
+
+function parseEnv(pairs: readonly string[]): Record<string, string> {
+  const env = parseVars(pairs, "--env");
+  for (const key of Object.keys(env)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new CliUsageError(`--env ${key}=…: "${key}" is not an environment variable name (letters, digits and _, not starting with a digit)`);
+  }
+  return env;
 }
 
 export default class SpawnCommand extends PuCommand {
@@ -28,12 +36,18 @@ export default class SpawnCommand extends PuCommand {
     details: `
       Starts an agent in its own PTY. Without \`--root\` or \`--worktree\` pu creates a new worktree
       (branch \`pu/<name>\`) from \`--base\`, or from the current branch. Arguments after \`--\` go to the agent's command line.
+
+      The agent's environment is the daemon's (the one the first pu command started it with), not
+      this shell's: add variables with \`--env KEY=VALUE\` (kept for \`pu play\`). \`--var\` values fill a
+      template's and a bound trigger's \`{{VAR}}\` placeholders. \`--file -\` reads the prompt from stdin.
     `,
     examples: [
       ["Ask Claude for a change in a fresh worktree", '$0 spawn "Fix the flaky login test" --agent claude --name fix-login'],
       ["Open a shell in the project root", "$0 spawn --agent terminal --root"],
       ["Add a second agent to an existing worktree", '$0 spawn "Review the diff" --agent codex --worktree wt-ab12cd34'],
       ["Render a template", "$0 spawn --template review --var AREA=auth"],
+      ["Bind a trigger with a variable", '$0 spawn "Add the endpoint" --trigger test-and-review --var SUITE=e2e'],
+      ["Give the agent an environment variable", '$0 spawn "Run the migration" --env DATABASE_URL=postgres://localhost/dev'],
       ["Run an arbitrary command", '$0 spawn --command "pnpm test --watch" --root'],
       ["Pass extra arguments to the agent", '$0 spawn "Plan the refactor" --agent claude -- --model opus'],
     ],
@@ -46,8 +60,9 @@ export default class SpawnCommand extends PuCommand {
   root = Option.Boolean("--root", false, { description: "Run in the project root, without a worktree" });
   worktree = Option.String("--worktree", { description: "Add the agent to this existing worktree" });
   template = Option.String("--template", { description: "Prompt template name" });
-  vars = Option.Array("--var", [], { description: "Template variable KEY=VALUE (repeatable)" });
-  file = Option.String("--file", { description: "Read the prompt from this file" });
+  vars = Option.Array("--var", [], { description: "Template / trigger variable KEY=VALUE (repeatable)" });
+  env = Option.Array("--env", [], { description: "Environment variable KEY=VALUE for the agent (repeatable)" });
+  file = Option.String("--file", { description: "Read the prompt from this file (- for stdin)" });
   command = Option.String("--command", { description: "Run this command instead of an agent type" });
   trigger = Option.String("--trigger", { description: "Bind this trigger to the agent" });
   noTrigger = Option.Boolean("--no-trigger", false, { description: "Do not bind the default trigger" });
@@ -63,15 +78,8 @@ export default class SpawnCommand extends PuCommand {
     rejectBoth(["PROMPT", this.prompt], ["--file", this.file]);
     rejectBoth(["--base", this.base], ["--root", this.root]);
     rejectBoth(["--base", this.base], ["--worktree", this.worktree]);
-    if (this.vars.length > 0 && this.template === undefined) throw new CliUsageError("--var needs --template");
-    let prompt = this.prompt;
-    if (this.file !== undefined) {
-      try {
-        prompt = readFileSync(this.file, "utf8");
-      } catch (error) {
-        throw new CliUsageError(`cannot read --file ${this.file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
-      }
-    }
+    if (this.vars.length > 0 && this.noTrigger && this.template === undefined) throw new CliUsageError("--var needs --template or a trigger");
+    const prompt = this.file !== undefined ? readFileOption(this.file) : this.prompt;
     const fields: Omit<RequestFields<"spawn">, "projectRoot"> = { root: this.root };
     if (prompt !== undefined) fields.prompt = prompt;
     if (this.agent !== undefined) fields.agent = this.agent;
@@ -81,6 +89,7 @@ export default class SpawnCommand extends PuCommand {
     if (this.command !== undefined) fields.command = this.command;
     if (this.template !== undefined) fields.template = this.template;
     if (this.vars.length > 0) fields.vars = parseVars(this.vars);
+    if (this.env.length > 0) fields.env = parseEnv(this.env);
     if (this.plan) fields.planMode = true;
     if (this.trigger !== undefined) fields.trigger = this.trigger;
     if (this.noTrigger) fields.noTrigger = true;

@@ -71,7 +71,9 @@ export async function handleKill(state: EngineState, req: RequestOf<"kill">): Pr
   const { stopped } = await stopAgents(state, toStop, "kill");
   state.log.event("kill", { projectRoot: root, target: req.target, killed: stopped });
   throwIfUnrecorded(toStop);
-  return { killed: stopped, skipped };
+  if (req.target !== "worktrees") return { killed: stopped, skipped };
+  const rootAgentsLeft = listAgents(m).filter((a) => !a.worktree && state.isRunning(a.agent.id)).length;
+  return { killed: stopped, skipped, rootAgentsLeft };
 }
 
 /**

@@ -45,7 +45,7 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
       command: agent.command,
       planMode: agent.planMode,
     });
-    const env = buildEnv(process.env, { agentId: agent.id, projectRoot: root, worktreeId: worktree?.id });
+    const env = buildEnv(process.env, { agentId: agent.id, projectRoot: root, worktreeId: worktree?.id, extra: agent.env });
     ensureExecutable(launch.file, cwd, env.PATH);
     session = AgentSession.spawn({ agentId: agent.id, file: launch.file, args: launch.args, cwd, env, ringBytes: config.outputBufferBytes });
   } catch (err) {

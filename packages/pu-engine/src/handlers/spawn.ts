@@ -112,6 +112,9 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   const config = await loadConfig(root);
   // Resolved before anything is created, so a missing trigger leaves nothing behind.
   const triggerFields = await spawnTriggerBinding(state, root, req, config);
+  if (req.vars && Object.keys(req.vars).length > 0 && req.template === undefined && triggerFields === undefined) {
+    warnings.push(`--var has no effect: no template or trigger of this spawn uses ${Object.keys(req.vars).join(", ")}`);
+  }
   const agentType = req.agent ?? (req.command !== undefined ? "terminal" : config.defaultAgent);
   const typeConfig = agentTypeOrThrow(config, agentType);
   // A command given with the request is the person's own; a project agent type is the repository's.
@@ -136,7 +139,7 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   // Checked before any process starts: a failure after the spawn would leave a PTY with no manifest entry.
   const agentName = placement.kind === "new" ? displayName(agentType) : validateAgentName(req.name ?? displayName(agentType));
   const worktreeId = placement.kind === "new" ? placement.worktreeId : placement.kind === "existing" ? placement.worktree.id : undefined;
-  const env = buildEnv(process.env, { agentId, projectRoot: root, worktreeId });
+  const env = buildEnv(process.env, { agentId, projectRoot: root, worktreeId, extra: req.env });
   // A relative program path means relative to where the agent runs; the worktree does not exist yet.
   ensureExecutable(launch.file, placement.kind === "new" ? root : placement.cwd, env.PATH);
 
@@ -216,6 +219,7 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   if (req.prompt) entry.prompt = req.prompt;
   if (req.command !== undefined) entry.command = req.command;
   if (req.planMode) entry.planMode = true;
+  if (req.env && Object.keys(req.env).length > 0) entry.env = { ...req.env };
   if (req.noTrigger) entry.noTrigger = true;
   if (triggerFields) bindTrigger(entry, triggerFields);
 

@@ -1,0 +1,61 @@
+// Command-line rough edges a new user hit: a bare id for kill, `kill --all` saying why root
+// agents stayed, `--env` for the agent's environment, `--file -` and `--var` with a trigger.
+import { writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FAKE_AGENT_COMMAND, PuSandbox } from "../helpers/pu-sandbox.js";
+
+describe("CLI hardening", { timeout: 120_000 }, () => {
+  let sb: PuSandbox;
+
+  beforeAll(async () => {
+    sb = new PuSandbox("pu-e2e-cli-hardening-");
+    await sb.puJson(["init"]);
+  });
+  afterAll(async () => {
+    const leftovers = await sb.teardown();
+    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
+  }, 60_000);
+
+  it("--env reaches the agent's environment and survives bench and play; a bad name is a usage error", async () => {
+    const spawned = await sb.spawnAgent(["--agent", "terminal", "--root", "--env", "PU_E2E_GREETING=hello there", "--env", "EMPTY="]);
+    await sb.ok(["send", spawned.agentId, 'echo "greeting=[$PU_E2E_GREETING] empty=[${EMPTY-unset}]"']);
+    await sb.waitForLogs(spawned.agentId, "greeting=[hello there] empty=[]");
+    await sb.ok(["bench", spawned.agentId]);
+    await sb.ok(["play", spawned.agentId]);
+    await sb.ok(["send", spawned.agentId, 'echo "again=[$PU_E2E_GREETING]"']);
+    await sb.waitForLogs(spawned.agentId, "again=[hello there]");
+
+    const bad = await sb.pu(["spawn", "--agent", "terminal", "--root", "--env", "1BAD=x"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^pu: --env 1BAD=…: "1BAD" is not an environment variable name[^\n]*\n$/);
+  });
+
+  it("kill takes a bare agent id; kill --all says which root agents it left running and how to stop them", async () => {
+    const rooted = await sb.spawnAgent(["--agent", "terminal", "--root"]);
+    const none = await sb.ok(["kill", "--all"]);
+    expect(none).toContain("no worktree agent to kill");
+    expect(none).toMatch(/\d+ root agents? (is|are) still running: --all stops worktree agents only; add --include-root/);
+    expect((await sb.agent(rooted.agentId)).live).toBe(true);
+    const killed = await sb.ok(["kill", rooted.agentId]);
+    expect(killed).toContain(`killed ${rooted.agentId}`);
+    expect((await sb.agent(rooted.agentId)).live).toBe(false);
+    const both = await sb.pu(["kill", rooted.agentId, "--all"]);
+    expect(both.code).toBe(2);
+  });
+
+  it("spawn --file - reads the prompt from stdin", async () => {
+    const run = await sb.pu(["spawn", "--file", "-", "--command", FAKE_AGENT_COMMAND, "--root", "--json"], { input: "echo from stdin\n" });
+    expect(run.code, run.stderr).toBe(0);
+    const { agentId } = JSON.parse(run.stdout) as { agentId: string };
+    await sb.waitForLogs(agentId, "from stdin");
+  });
+
+  it("--var fills a bound trigger's placeholders, as docs/workflows.md shows", async () => {
+    const source = path.join(sb.base, "t1.yaml");
+    writeFileSync(source, `on: agent_idle\nsequence:\n  - inject: "echo suite is {{SUITE}}"\n`);
+    await sb.ok(["trigger", "create", "t1", "--file", source]);
+    const spawned = await sb.spawnAgent(["--command", FAKE_AGENT_COMMAND, "--root", "--trigger", "t1", "--var", "SUITE=e2e"]);
+    await sb.waitForLogs(spawned.agentId, "suite is e2e");
+  });
+});
