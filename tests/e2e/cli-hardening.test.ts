@@ -58,4 +58,17 @@ describe("CLI hardening", { timeout: 120_000 }, () => {
     const spawned = await sb.spawnAgent(["--command", FAKE_AGENT_COMMAND, "--root", "--trigger", "t1", "--var", "SUITE=e2e"]);
     await sb.waitForLogs(spawned.agentId, "suite is e2e");
   });
+  it("unknown keys in a definition file are warned about on create, show and list, and the rest is used", async () => {
+    const source = path.join(sb.base, "typo.yaml");
+    writeFileSync(source, `on: agent_idle\nsequnce: []\nsequence:\n  - inject: "echo ok"\n`);
+    const created = await sb.pu(["trigger", "create", "typo", "--file", source]);
+    expect(created.code).toBe(0);
+    expect(created.stderr).toMatch(/^pu: warning: .*typo\.yaml: unknown key "sequnce" ignored\n$/);
+    const shown = await sb.pu(["trigger", "show", "typo"]);
+    expect(shown.code).toBe(0);
+    expect(shown.stderr).toContain('unknown key "sequnce" ignored');
+    const listed = await sb.pu(["trigger", "list"]);
+    expect(listed.stderr).toContain('unknown key "sequnce" ignored');
+    expect(listed.stdout).toContain("typo");
+  });
 });

@@ -10,7 +10,7 @@ import { validateDefinitionName } from "@pu/core/names";
 import { Option } from "./clipanion.js";
 import { parseVars } from "./commands/spawn.js";
 import { withDaemon } from "./daemon-client.js";
-import { writeJson, writeLine } from "./output.js";
+import { writeJson, writeLine, writeNote } from "./output.js";
 import { PuCommand } from "./pu-command.js";
 import { readFileOption } from "./read-file-option.js";
 import { CliUsageError } from "./usage-error.js";
@@ -84,6 +84,7 @@ export abstract class DefinitionListCommand extends DefinitionCommand {
     const result = await withDaemon((client) =>
       client.request("definition_list", this.withProject({ kind: this.noun.kind }, root)),
     );
+    for (const d of result.definitions) for (const warning of d.warnings ?? []) writeNote(`pu: warning: ${warning}`);
     if (this.json) {
       writeJson(result);
       return 0;
@@ -117,6 +118,7 @@ export abstract class DefinitionShowCommand extends DefinitionCommand {
     } catch (error) {
       throw withLookedIn(this.noun, name, error);
     }
+    for (const warning of result.warnings) writeNote(`pu: warning: ${warning}`);
     if (this.json) {
       writeJson(result);
       return 0;
@@ -176,6 +178,7 @@ export abstract class DefinitionCreateCommand extends DefinitionCommand {
       }
       throw error;
     }
+    for (const warning of result.warnings) writeNote(`pu: warning: ${warning}`);
     if (this.json) {
       writeJson(result);
       return 0;

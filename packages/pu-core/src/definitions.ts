@@ -363,6 +363,8 @@ export interface DefinitionSummary {
   description?: string;
   /** Set when the file does not parse; the entry is listed so it can be fixed or deleted. */
   error?: string;
+  /** What parsing ignored, such as unknown keys (the definition is usable). */
+  warnings?: string[];
 }
 
 /** Local definitions first, then global ones not hidden by a local file of the same name; each group by name. */
@@ -378,8 +380,9 @@ export async function listDefinitions(kind: DefinitionKind, scopes: DefinitionSc
       const summary: DefinitionSummary = { name, scope, path };
       try {
         const text = await fs.readFile(path, "utf8");
-        const { parsed } = parseDefinition(kind, text, displayPath(path, scope, scopes));
+        const { parsed, warnings } = parseDefinition(kind, text, displayPath(path, scope, scopes));
         if (parsed.description !== undefined) summary.description = parsed.description;
+        if (warnings.length > 0) summary.warnings = warnings;
       } catch (error) {
         summary.error = (error as Error).message;
       }

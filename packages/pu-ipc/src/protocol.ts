@@ -343,6 +343,8 @@ export interface DefinitionSummary {
   description?: string;
   /** Problems found while parsing; the definition is listed but unusable. */
   error?: string;
+  /** What parsing ignored (unknown keys); the definition is usable. */
+  warnings?: string[];
   /** Kind-specific summary fields (schedules: enabled, nextRun, missedRuns...). */
   details?: Record<string, unknown>;
 }
@@ -352,6 +354,8 @@ export interface DefinitionGetResult {
   path: string;
   content: string;
   parsed: unknown;
+  /** Unknown keys and the like: the definition works, but part of it is ignored. */
+  warnings: string[];
 }
 export interface RunSwarmResult {
   spawned: { agentId: string; worktreeId?: string; role: string; agentDef: string }[];
@@ -404,7 +408,7 @@ export interface ResultMap {
   subscribe_status: StatusReport;
   definition_list: { definitions: DefinitionSummary[] };
   definition_get: DefinitionGetResult;
-  definition_save: { path: string; scope: "local" | "global" };
+  definition_save: { path: string; scope: "local" | "global"; warnings: string[] };
   definition_delete: { path: string };
   run_swarm: RunSwarmResult;
   assign_trigger: { agentId: string; triggerName: string; triggerTotal: number; triggerState: TriggerState };

@@ -23,5 +23,5 @@ export async function handleDefinitionSave(state: EngineState, req: RequestOf<"d
     await state.trust.trust(root, [item]);
   }
   if (req.kind === "schedule") state.scheduler?.rearm("schedule saved");
-  return { path: saved.path, scope: saved.scope };
+  return { path: saved.path, scope: saved.scope, warnings: saved.warnings };
 }
