@@ -3,6 +3,7 @@
 import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runPuOnPty } from "../helpers/pty-pu.js";
 import { FAKE_AGENT_COMMAND, PuSandbox } from "../helpers/pu-sandbox.js";
 
 describe("CLI hardening", { timeout: 120_000 }, () => {
@@ -70,5 +71,27 @@ describe("CLI hardening", { timeout: 120_000 }, () => {
     const listed = await sb.pu(["trigger", "list"]);
     expect(listed.stderr).toContain('unknown key "sequnce" ignored');
     expect(listed.stdout).toContain("typo");
+  });
+  it("status --watch on a terminal keeps IDLE counting while nothing changes state", async () => {
+    const quiet = await sb.spawnAgent(["--command", FAKE_AGENT_COMMAND, "--root", "--name", "quiet"]);
+    await sb.waitForAgent(quiet.agentId, "idle for a second", (a) => (a.idleSeconds ?? 0) >= 1);
+    const watch = runPuOnPty(sb, ["status", "--watch"], 160, 40);
+    try {
+      // Frames are "home + clear" redraws; read the IDLE cell of the quiet agent's row in each.
+      const idleOf = (frame: string) => {
+        const row = frame.split("\n").find((line) => line.includes(quiet.agentId));
+        const cell = row ? /\s(\d+)s\s/.exec(row.replace(/\x1b\[[0-9;]*m/g, "")) : null;
+        return cell ? Number(cell[1]) : undefined;
+      };
+      const frames = () => watch.screen().split("\x1b[H\x1b[2J").map(idleOf).filter((v): v is number => v !== undefined);
+      await sb.waitForAgent(quiet.agentId, "three more seconds to pass", (a) => (a.idleSeconds ?? 0) >= 4, 30_000);
+      const seen = frames();
+      expect(seen.length, "frames drawn while nothing changed").toBeGreaterThanOrEqual(3);
+      expect(Math.max(...seen) - Math.min(...seen), `idle values seen: ${seen.join(",")}`).toBeGreaterThanOrEqual(2);
+    } finally {
+      watch.kill();
+      await watch.exited;
+    }
+    await sb.ok(["kill", quiet.agentId]);
   });
 });

@@ -1,5 +1,5 @@
 import { Command, Option } from "../clipanion.js";
-import type { StatusReport } from "@pu/ipc/protocol";
+import type { AgentView, StatusReport } from "@pu/ipc/protocol";
 import { connectDaemon, withDaemon } from "../daemon-client.js";
 import { colorEnabled, writeJson, writeJsonLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
@@ -11,7 +11,8 @@ export default class StatusCommand extends PuCommand {
   static override paths = [["status"]];
   static override usage = Command.Usage({
     description: "Show worktrees and agents with their live status",
-    details: "With `--json` prints the full status report (every manifest field plus live fields). `--watch` redraws on every change until Ctrl-C (NDJSON with `--json`).",
+    details:
+      "With `--json` prints the full status report (every manifest field plus live fields). `--watch` redraws on every change until Ctrl-C; on a terminal it also redraws every second while an agent is alive, so IDLE keeps counting. `--watch --json` prints one NDJSON line per change (event-driven, no timer).",
     examples: [
       ["Show everything", "$0 status"],
       ["One agent as JSON", "$0 status --agent ag-ab12cd34 --json"],
@@ -41,6 +42,9 @@ export default class StatusCommand extends PuCommand {
     };
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
+    // Nothing may change for minutes while agents sit idle: on a terminal the table is redrawn
+    // each second from the last report, its idle times advanced by the time since it arrived.
+    const ticker = this.json || !process.stdout.isTTY ? undefined : setInterval(() => this.redrawAged(), 1000);
     try {
       const stream = await client.openStream("subscribe_status", { projectRoot }, { timeoutMs: 30_000 });
       this.show(stream.result, []);
@@ -51,12 +55,29 @@ export default class StatusCommand extends PuCommand {
     } catch (error) {
       if (!interrupted) throw error;
     } finally {
+      if (ticker) clearInterval(ticker);
       process.off("SIGINT", stop);
       process.off("SIGTERM", stop);
       client.close();
     }
     if (!interrupted) throw new PuError("DAEMON_UNAVAILABLE", "lost the connection to the pu daemon");
     return 0;
+  }
+
+  private last?: { report: StatusReport; at: number };
+
+  private redrawAged(): void {
+    if (!this.last) return;
+    const elapsed = (Date.now() - this.last.at) / 1000;
+    const age = (agent: AgentView): AgentView =>
+      agent.live && agent.idleSeconds !== null && agent.idleSeconds !== undefined ? { ...agent, idleSeconds: agent.idleSeconds + elapsed } : agent;
+    const { report } = this.last;
+    const aged: StatusReport = {
+      ...report,
+      agents: mapValues(report.agents, age),
+      worktrees: mapValues(report.worktrees, (wt) => ({ ...wt, agents: mapValues(wt.agents, age) })),
+    };
+    if ([...Object.values(aged.agents), ...Object.values(aged.worktrees).flatMap((w) => Object.values(w.agents))].some((a) => a.live)) this.draw(aged);
   }
 
   private show(full: StatusReport, changed: unknown[]): void {
@@ -66,9 +87,18 @@ export default class StatusCommand extends PuCommand {
       writeJsonLine({ report, changed });
       return;
     }
+    this.last = { report, at: Date.now() };
+    this.draw(report);
+  }
+
+  private draw(report: StatusReport): void {
     const tty = Boolean(process.stdout.isTTY);
     // Home + clear on a terminal; a pipe gets successive tables separated by a blank line.
     const frame = renderStatusTable(report, { color: colorEnabled(process.stdout) });
     process.stdout.write(tty ? `\x1b[H\x1b[2J${frame}\nwatching ${report.projectRoot} (Ctrl-C to stop)\n` : `${frame}\n`);
   }
+}
+
+function mapValues<T, U>(record: Record<string, T>, fn: (value: T) => U): Record<string, U> {
+  return Object.fromEntries(Object.entries(record).map(([key, value]) => [key, fn(value)]));
 }
