@@ -134,8 +134,8 @@ export class AgentSession {
 
   /** Starts the program on a new PTY; throws SPAWN_FAILED when it cannot be started at all. */
   static spawn(opts: SpawnOptions): AgentSession {
-    const cols = opts.cols ?? 120;
-    const rows = opts.rows ?? 40;
+    const cols = clampSize(opts.cols ?? 120);
+    const rows = clampSize(opts.rows ?? 40);
     checkSpawnable(opts.file, opts.cwd, opts.env);
     let term: pty.IPty;
     try {
@@ -190,10 +190,35 @@ export class AgentSession {
     this.term.write(data as string);
   }
 
+  /** The size each viewer asked for, keyed by its connection; the PTY follows the smallest. */
+  private readonly viewerSizes = new Map<number, { cols: number; rows: number }>();
+
+  /**
+   * A viewer's window size. As in tmux, the smallest attached viewer wins (per dimension), so
+   * nobody sees a screen wider than their window; sizes outside 1..MAX_TERMINAL_SIZE are clamped.
+   */
+  setViewerSize(viewerKey: number, cols: number, rows: number): void {
+    this.viewerSizes.set(viewerKey, { cols: clampSize(cols), rows: clampSize(rows) });
+    this.fitViewers();
+  }
+
+  /** A viewer left: the others decide the size again; with none left the last size stays. */
+  dropViewerSize(viewerKey: number): void {
+    if (this.viewerSizes.delete(viewerKey)) this.fitViewers();
+  }
+
+  private fitViewers(): void {
+    const sizes = [...this.viewerSizes.values()];
+    if (sizes.length === 0) return;
+    this.resize(Math.min(...sizes.map((s) => s.cols)), Math.min(...sizes.map((s) => s.rows)));
+  }
+
   resize(cols: number, rows: number): void {
     if (!Number.isInteger(cols) || !Number.isInteger(rows) || cols <= 0 || rows <= 0) {
       throw new PuError("INVALID_ARGUMENT", `invalid terminal size ${cols}x${rows}`);
     }
+    cols = clampSize(cols);
+    rows = clampSize(rows);
     if (this.ptyClosed) return;
     try {
       this.term.resize(cols, rows);
@@ -552,4 +577,11 @@ function checkSpawnable(file: string, cwd: string, env: Record<string, string>):
 /** Signal number for a name, e.g. for tests comparing against 128 + n. */
 export function signalNumber(name: NodeJS.Signals): number {
   return osConstants.signals[name];
+}
+
+/** The largest terminal side pu gives a PTY; a bigger window is clamped to it, never refused. */
+export const MAX_TERMINAL_SIZE = 1000;
+
+function clampSize(n: number): number {
+  return Math.min(MAX_TERMINAL_SIZE, Math.max(1, Math.floor(n)));
 }

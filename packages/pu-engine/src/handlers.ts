@@ -43,7 +43,7 @@ export function createHandlers(state: EngineState): Handlers {
     logs: (req) => handleLogs(state, req),
     attach: (req, ctx) => handleAttach(state, req, ctx),
     input: (req) => handleInput(state, req),
-    resize: (req) => handleResize(state, req),
+    resize: (req, ctx) => handleResize(state, req, ctx),
     rename: (req) => handleRename(state, req),
     diff: (req) => handleDiff(state, req),
     merge: (req) => handleMerge(state, req),

@@ -131,6 +131,36 @@ describe("agents through the daemon", () => {
     for (const v of [a, b]) await waitFor("the exit event", () => v.events.some((e) => e.type === "exit" && e.exitCode === 0));
   });
 
+  it("with viewers of different sizes the PTY takes the smallest, follows a viewer that leaves, and clamps oversized windows", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, agent: "terminal" });
+    trackAgentPid(spawned.agent.pid);
+    const id = spawned.agentId;
+    const wide = await (await daemon.client("wide")).openStream("attach", { agentId: id });
+    const narrowClient = await daemon.client("narrow");
+    const narrow = await narrowClient.openStream("attach", { agentId: id });
+    const seen = collectEvents(wide);
+    // What the program itself sees, not what pu thinks it set.
+    const sttySize = async (marker: string) => {
+      await wide.request("input", { agentId: id, data: enter(`echo ${marker}=$(stty size)`) });
+      const text = await waitFor(`${marker} from stty`, () => new RegExp(`${marker}=(\\d+) (\\d+)`).exec(outputBytes(seen.events).toString()));
+      return `${text[2]}x${text[1]}`;
+    };
+
+    expect(await wide.request("resize", { agentId: id, cols: 5000, rows: 60 })).toEqual({ cols: 1000, rows: 60 });
+    expect(await narrow.request("resize", { agentId: id, cols: 80, rows: 70 })).toEqual({ cols: 80, rows: 60 });
+    expect(await sttySize("both")).toBe("80x60");
+    narrowClient.close(); // the narrow viewer detaches
+    await waitFor("the narrow viewer's size to be dropped", async () => {
+      const r = await wide.request("resize", { agentId: id, cols: 5000, rows: 60 });
+      return r.cols === 1000 ? r : undefined;
+    });
+    expect(await sttySize("alone")).toBe("1000x60");
+    wide.close();
+  });
+
   it("a viewer that never reads slows neither the agent nor another viewer", async () => {
     const daemon = await startTestDaemon();
     const client = await daemon.client();

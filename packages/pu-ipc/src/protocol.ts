@@ -15,6 +15,8 @@ const AgentId = z.string().min(1).max(64);
 const Name = z.string().max(256);
 const Vars = z.record(z.string().max(256), z.string().max(65536));
 const Text = z.string().max(4 * 1024 * 1024);
+// Any positive size is accepted; the daemon clamps it (see AgentSession.setViewerSize).
+const TerminalSide = z.number().int().min(1).max(1_000_000);
 
 export const DEFINITION_KINDS = ["template", "agent", "swarm", "trigger", "schedule"] as const;
 export const DefinitionKindSchema = z.enum(DEFINITION_KINDS);
@@ -46,8 +48,8 @@ export const SpawnRequest = req("spawn", {
   extraArgs: z.array(z.string().max(65536)).max(256).optional(),
   /** Added to the agent's environment (which is otherwise the daemon's). */
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").max(256), z.string().max(65536)).optional(),
-  cols: z.number().int().min(1).max(1000).optional(),
-  rows: z.number().int().min(1).max(1000).optional(),
+  cols: TerminalSide.optional(),
+  rows: TerminalSide.optional(),
   // Set by the CLI when it runs inside a pu agent (PU_AGENT_ID); informational.
   callerAgentId: AgentId.optional(),
 });
@@ -71,8 +73,8 @@ export const AttachRequest = req("attach", { agentId: AgentId, fromOffset: z.num
 export const InputRequest = req("input", { agentId: AgentId, data: Bytes });
 export const ResizeRequest = req("resize", {
   agentId: AgentId,
-  cols: z.number().int().min(1).max(1000),
-  rows: z.number().int().min(1).max(1000),
+  cols: TerminalSide,
+  rows: TerminalSide,
 });
 export const RenameRequest = req("rename", {
   projectRoot: ProjectRoot,

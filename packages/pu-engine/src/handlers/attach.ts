@@ -33,7 +33,10 @@ export async function handleAttach(state: EngineState, req: RequestOf<"attach">,
   };
   // The viewer starts sending on the next turn, after this reply has been queued.
   const viewer = session.addViewer(req.fromOffset, sink);
-  ctx.onClose(() => viewer.close());
+  ctx.onClose(() => {
+    viewer.close();
+    session.dropViewerSize(ctx.connectionId);
+  });
   noticeOnShutdown(state, ctx, () => ({
     type: "notice",
     id,

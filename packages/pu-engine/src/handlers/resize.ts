@@ -1,8 +1,10 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
+import type { ConnectionContext } from "@pu/ipc/server";
 import { requireSession, type EngineState } from "../state.js";
 
-export async function handleResize(state: EngineState, req: RequestOf<"resize">): Promise<ResultOf<"resize">> {
+/** Records the asking connection's window size; the reply is the size the PTY now has. */
+export async function handleResize(state: EngineState, req: RequestOf<"resize">, ctx: ConnectionContext): Promise<ResultOf<"resize">> {
   const { session } = await requireSession(state, req.agentId);
-  session.resize(req.cols, req.rows);
+  session.setViewerSize(ctx.connectionId, req.cols, req.rows);
   return { cols: session.cols, rows: session.rows };
 }
