@@ -5,6 +5,7 @@ import { connectDaemon } from "../daemon-client.js";
 import { followOutput } from "../follow.js";
 import { parseDetachKey } from "../keys.js";
 import { PuCommand } from "../pu-command.js";
+import { TerminalModeTracker } from "../terminal-modes.js";
 
 type Outcome = { kind: "detached" } | { kind: "exited"; code: number } | { kind: "signal"; signal: NodeJS.Signals } | { kind: "lost" } | { kind: "shutdown" };
 
@@ -91,6 +92,7 @@ export default class AttachCommand extends PuCommand {
     const onSignal = (signal: NodeJS.Signals) => finish({ kind: "signal", signal });
 
     // Every exit path (detach, agent exit, daemon gone, signal, exception, process exit) restores the terminal.
+    const modes = new TerminalModeTracker();
     const wasRaw = stdin.isRaw;
     let restored = false;
     const restore = () => {
@@ -100,6 +102,11 @@ export default class AttachCommand extends PuCommand {
       process.off("SIGWINCH", resize);
       for (const s of ["SIGTERM", "SIGHUP", "SIGINT"] as const) process.off(s, onSignal);
       process.off("exit", restore);
+      try {
+        process.stdout.write(modes.resetSequence());
+      } catch {
+        // the terminal is gone already
+      }
       try {
         stdin.setRawMode(wasRaw);
       } catch {
@@ -119,6 +126,7 @@ export default class AttachCommand extends PuCommand {
       if (result.exited && position >= result.endOffset) return { kind: "exited", code: result.exitCode ?? -1 };
       for await (const event of stream) {
         if (event.type === "output") {
+          modes.observe(event.data);
           process.stdout.write(event.data);
           position = event.offset + event.data.length;
           if (result.exited && position >= result.endOffset) finish({ kind: "exited", code: result.exitCode ?? -1 });
