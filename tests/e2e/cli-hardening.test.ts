@@ -1,6 +1,6 @@
 // Command-line rough edges a new user hit: a bare id for kill, `kill --all` saying why root
 // agents stayed, `--env` for the agent's environment, `--file -` and `--var` with a trigger.
-import { writeFileSync } from "node:fs";
+import { readdirSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runPuOnPty } from "../helpers/pty-pu.js";
@@ -93,5 +93,26 @@ describe("CLI hardening", { timeout: 120_000 }, () => {
       await watch.exited;
     }
     await sb.ok(["kill", quiet.agentId]);
+  });
+  it("pu send to a benched agent says it is benched and how to resume it", async () => {
+    const agent = await sb.spawnAgent(["--agent", "terminal", "--root"]);
+    await sb.ok(["bench", agent.agentId]);
+    const sent = await sb.pu(["send", agent.agentId, "hello"]);
+    expect(sent.code).toBe(1);
+    expect(sent.stderr).toBe(`pu: ${agent.agentId} is benched (suspended); \`pu play ${agent.agentId}\` resumes it\n`);
+  });
+
+  it("the manifest (prompts) and gate records (test output) are readable by their owner only", async () => {
+    const source = path.join(sb.base, "gated.yaml");
+    writeFileSync(source, `on: agent_idle\nsequence:\n  - gate: { run: "echo secret test output" }\n`);
+    await sb.ok(["trigger", "create", "gated", "--file", source]);
+    const spawned = await sb.spawnAgent(["a private prompt", "--command", FAKE_AGENT_COMMAND, "--root", "--trigger", "gated"]);
+    await sb.waitForAgent(spawned.agentId, "its gate to run", (a) => a.triggerState === "completed", 60_000);
+    const mode = (file: string) => (statSync(file).mode & 0o777).toString(8);
+    expect(mode(path.join(sb.root, ".pu", "manifest.json"))).toBe("600");
+    const gates = path.join(sb.root, ".pu", "gates");
+    const records = readdirSync(gates);
+    expect(records.length).toBeGreaterThan(0);
+    for (const record of records) expect(mode(path.join(gates, record)), record).toBe("600");
   });
 });

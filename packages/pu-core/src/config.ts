@@ -9,6 +9,9 @@ import { configPath } from "./paths.js";
 import { DEFAULT_IDLE_THRESHOLD_SECONDS } from "./status.js";
 
 export const DEFAULT_OUTPUT_BUFFER_BYTES = 1024 * 1024;
+/** Each agent's output ring is allocated whole, so its size is bounded both ways. */
+export const MIN_OUTPUT_BUFFER_BYTES = 4096;
+export const MAX_OUTPUT_BUFFER_BYTES = 256 * 1024 * 1024;
 
 /**
  * How an agent type is launched.
@@ -61,7 +64,12 @@ const RawConfigSchema = z.looseObject({
   envFiles: z.array(z.string()).default([]),
   agents: z.record(z.string().min(1), AgentTypeEntrySchema).default({}),
   idleThresholdSeconds: z.number().positive().default(DEFAULT_IDLE_THRESHOLD_SECONDS),
-  outputBufferBytes: z.number().int().min(4096).default(DEFAULT_OUTPUT_BUFFER_BYTES),
+  outputBufferBytes: z
+    .number()
+    .int()
+    .min(MIN_OUTPUT_BUFFER_BYTES, `must be between ${MIN_OUTPUT_BUFFER_BYTES} and ${MAX_OUTPUT_BUFFER_BYTES} bytes (4 KiB to 256 MiB)`)
+    .max(MAX_OUTPUT_BUFFER_BYTES, `must be between ${MIN_OUTPUT_BUFFER_BYTES} and ${MAX_OUTPUT_BUFFER_BYTES} bytes (4 KiB to 256 MiB)`)
+    .default(DEFAULT_OUTPUT_BUFFER_BYTES),
   defaultTrigger: z.string().min(1).optional(),
 });
 

@@ -164,7 +164,8 @@ export class ManifestStore {
     }
     assertLockHeld();
     try {
-      await writeFileAtomic(path, serializeManifest(checked.data), { fsync: true });
+      // 0600: the manifest holds every agent's prompt.
+      await writeFileAtomic(path, serializeManifest(checked.data), { fsync: true, mode: 0o600 });
     } catch (error) {
       throw ioError("write", path, error);
     }

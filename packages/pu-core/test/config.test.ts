@@ -107,6 +107,13 @@ describe("loadConfig", () => {
     expect(error.message).toContain(`${field}:`);
   });
 
+  it.each(["99999999999999", "100"])("outputBufferBytes: %s is a config error naming the field and the allowed range", async (value) => {
+    await writeConfig(`outputBufferBytes: ${value}`);
+    const error = await configError(loadConfig(root));
+    expect(error.code).toBe("CONFIG_ERROR");
+    expect(error.message).toContain("outputBufferBytes: must be between 4096 and 268435456 bytes (4 KiB to 256 MiB)");
+  });
+
   it("rejects a top level that is not a mapping", async () => {
     await writeConfig("- a\n- b\n");
     expect((await configError(loadConfig(root))).code).toBe("CONFIG_ERROR");

@@ -174,10 +174,12 @@ export function appendGateRun(projectRoot: string, key: string, run: GateRun): P
 
 async function appendNow(file: string, run: GateRun): Promise<void> {
   await fs.mkdir(path.dirname(file), { recursive: true });
-  await fs.appendFile(file, `${JSON.stringify(run)}\n`);
+  // 0600: gate output can hold anything the project's tests print; an older 0644 file is fixed here.
+  await fs.appendFile(file, `${JSON.stringify(run)}\n`, { mode: 0o600 });
+  await fs.chmod(file, 0o600);
   const lines = (await fs.readFile(file, "utf8")).split("\n").filter((line) => line.trim() !== "");
   if (lines.length <= GATE_RECORDS_KEPT) return;
-  await writeFileAtomic(file, `${lines.slice(-GATE_RECORDS_KEPT).join("\n")}\n`, { fsync: true });
+  await writeFileAtomic(file, `${lines.slice(-GATE_RECORDS_KEPT).join("\n")}\n`, { fsync: true, mode: 0o600 });
 }
 
 /** Every recorded run, oldest first; lines that do not parse (a torn write) are skipped. */

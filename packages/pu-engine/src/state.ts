@@ -227,11 +227,11 @@ async function recordExit(state: EngineState, live: LiveAgent, exitCode: number)
 }
 
 /** Which known project's manifest holds `agentId` (for requests that carry no projectRoot). */
-async function locateAgent(state: EngineState, agentId: string): Promise<string | undefined> {
+async function locateAgent(state: EngineState, agentId: string): Promise<AgentEntry | undefined> {
   for (const root of state.projects.list()) {
     try {
-      const m = await state.store.read(root);
-      if (listAgents(m).some(({ agent }) => agent.id === agentId)) return root;
+      const found = listAgents(await state.store.read(root)).find(({ agent }) => agent.id === agentId);
+      if (found) return found.agent;
     } catch {
       // an unreadable project cannot hold the answer
     }
@@ -240,11 +240,20 @@ async function locateAgent(state: EngineState, agentId: string): Promise<string 
 }
 
 /** The session holding an agent's output; AGENT_NOT_FOUND saying why when there is none. */
-export async function requireSession(state: EngineState, agentId: string): Promise<LiveAgent> {
+/** What a request that needs a running process says about a benched agent (`pu play` brings it back). */
+export function benchedAgentMessage(agentId: string): string {
+  return `${agentId} is benched (suspended); \`pu play ${agentId}\` resumes it`;
+}
+
+/**
+ * `benchedMessage`: for requests that need the process itself (input), a benched agent whose
+ * output the daemon no longer holds is explained as benched, not as missing.
+ */
+export async function requireSession(state: EngineState, agentId: string, benchedMessage?: (agentId: string) => string): Promise<LiveAgent> {
   const live = state.sessions.get(agentId);
   if (live) return live;
-  if (await locateAgent(state, agentId)) {
-    throw new PuError("AGENT_NOT_FOUND", `no output held for ${agentId} (the daemon has restarted since it ran)`);
-  }
+  const entry = await locateAgent(state, agentId);
+  if (entry && benchedMessage && entry.suspended) throw new PuError("INVALID_STATE", benchedMessage(agentId));
+  if (entry) throw new PuError("AGENT_NOT_FOUND", `no output held for ${agentId} (the daemon has restarted since it ran)`);
   throw new PuError("AGENT_NOT_FOUND", `no agent ${agentId} in any project this daemon knows`);
 }

@@ -1,10 +1,14 @@
 import { PuError } from "@pu/core/errors";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { requireSession, type EngineState } from "../state.js";
+import { benchedAgentMessage, requireSession, type EngineState } from "../state.js";
 
 /** Raw bytes into the agent's terminal, exactly as given (keys, Enter, control codes). */
 export async function handleInput(state: EngineState, req: RequestOf<"input">): Promise<ResultOf<"input">> {
-  const { session } = await requireSession(state, req.agentId);
+  const live = await requireSession(state, req.agentId, benchedAgentMessage);
+  const { session } = live;
+  if (session.exitCode !== null && live.stopIntent === "suspend") {
+    throw new PuError("INVALID_STATE", benchedAgentMessage(req.agentId));
+  }
   if (session.exitCode !== null) {
     throw new PuError("INVALID_STATE", `${req.agentId} has exited (code ${session.exitCode}); it takes no input`);
   }
