@@ -61,6 +61,21 @@ describe("pu worktrees end to end", { timeout: 120_000 }, () => {
     expect(existsSync(path.join(sb.root, ".git", "MERGE_HEAD"))).toBe(false);
     const report = await sb.status();
     expect(report.worktrees[conflicting.worktreeId]!.status).toBe("failed");
+
+    // --json carries every conflicting file as structured details.
+    const again = await sb.pu(["merge", conflicting.worktreeId, "--json"]);
+    expect(again.code).toBe(1);
+    expect(JSON.parse(again.stdout)).toEqual({
+      error: { code: "MERGE_CONFLICT", message: expect.stringContaining("README.md"), details: { conflicts: ["README.md"] } },
+    });
+  });
+
+  it("merging a worktree with no commits says there is nothing to merge and leaves it active", async () => {
+    const empty = await sb.spawnAgent(["--agent", "terminal", "--name", "empty"]);
+    const out = await sb.ok(["merge", empty.worktreeId!]);
+    expect(out).toContain(`nothing to merge: ${empty.worktreeId}'s branch has no commit main lacks`);
+    expect((await sb.status()).worktrees[empty.worktreeId!]!.status).toBe("active");
+    await sb.ok(["clean", "--worktree", empty.worktreeId!]);
   });
 
   it("clean --worktree removes that worktree's directory and branch only", async () => {

@@ -43,11 +43,14 @@ interface DescribedError {
   code: string;
   message: string;
   exitCode: number;
+  details?: Record<string, unknown>;
 }
 
 function describeError(error: unknown): DescribedError {
   if (error instanceof CliUsageError) return { code: "INVALID_ARGUMENT", message: error.message, exitCode: EXIT_USAGE };
-  if (isPuError(error)) return { code: error.code, message: error.message, exitCode: exitCodeFor(error.code) };
+  if (isPuError(error)) {
+    return { code: error.code, message: error.message, exitCode: exitCodeFor(error.code), ...(error.details ? { details: error.details } : {}) };
+  }
   const message = error instanceof Error ? error.message : String(error);
   return { code: "INTERNAL", message, exitCode: EXIT_FAILURE };
 }
@@ -57,6 +60,6 @@ export function reportError(error: unknown, json: boolean): number {
   const described = describeError(error);
   const oneLine = described.message.trim().replace(/\s*\n\s*/g, "; ");
   process.stderr.write(`pu: ${oneLine}\n`);
-  if (json) writeJson({ error: { code: described.code, message: oneLine } });
+  if (json) writeJson({ error: { code: described.code, message: oneLine, ...(described.details ? { details: described.details } : {}) } });
   return described.exitCode;
 }

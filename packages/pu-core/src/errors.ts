@@ -24,13 +24,18 @@ export const ERROR_CODES = [
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
+/** Structured facts behind an error (e.g. a merge conflict's files), carried over the wire as they are. */
+export type ErrorDetails = Record<string, unknown>;
+
 export class PuError extends Error {
   readonly code: ErrorCode;
+  readonly details?: ErrorDetails;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; details?: ErrorDetails }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "PuError";
     this.code = code;
+    if (options?.details !== undefined) this.details = options.details;
   }
 }
 

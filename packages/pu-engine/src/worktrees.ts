@@ -547,11 +547,12 @@ export interface MergeOutcome {
 
 /** A merge that stopped on conflicts; `details.conflicts` lists the conflicting paths. */
 export class MergeConflictError extends PuError {
-  readonly details: { conflicts: string[] };
+  declare readonly details: { conflicts: string[] };
 
   constructor(branch: string, baseBranch: string, conflicts: string[]) {
-    super("MERGE_CONFLICT", `merge of ${branch} into ${baseBranch} conflicts in: ${summarize(conflicts, 10)}; resolve it by hand or rebase ${branch}`);
-    this.details = { conflicts };
+    super("MERGE_CONFLICT", `merge of ${branch} into ${baseBranch} conflicts in: ${summarize(conflicts, 10)}; resolve it by hand or rebase ${branch}`, {
+      details: { conflicts },
+    });
   }
 }
 

@@ -234,7 +234,8 @@ class Connection {
         return;
       }
       case "error": {
-        const error = new PuError(errorCodeOf(frame.code), String(frame.message ?? "unknown error"));
+        const details = frame.details !== null && typeof frame.details === "object" && !Array.isArray(frame.details) ? (frame.details as Record<string, unknown>) : undefined;
+        const error = new PuError(errorCodeOf(frame.code), String(frame.message ?? "unknown error"), details ? { details } : undefined);
         if (typeof id === "number") {
           this.takePending(id)?.reject(error);
         } else {

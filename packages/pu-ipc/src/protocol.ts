@@ -319,7 +319,8 @@ export interface MergeResult {
   strategy: "merge" | "squash" | "ff-only";
   baseBranch: string;
   commit?: string;
-  conflicts?: string[];
+  /** The branch had no commit its base lacks: nothing was merged and the worktree stays as it was. */
+  nothingToMerge?: boolean;
 }
 export interface CleanResult {
   cleaned: {
@@ -437,6 +438,8 @@ export interface ErrorFrame {
   id: number | string | null;
   code: ErrorCode;
   message: string;
+  /** Structured facts behind the error (a merge conflict's `conflicts`: the files). */
+  details?: Record<string, unknown>;
 }
 /** Stream events carry the id of the request (attach / subscribe_status) that opened the stream. */
 export interface OutputEvent {

@@ -266,7 +266,7 @@ class Connection implements ConnectionContext {
       result = await handler(req, this);
     } catch (error) {
       if (isPuError(error)) {
-        this.replyError(id, error.code, error.message);
+        this.replyError(id, error.code, error.message, error.details);
       } else {
         this.log("ipc.handler_error", {
           connectionId: this.connectionId,
@@ -288,9 +288,10 @@ class Connection implements ConnectionContext {
     }
   }
 
-  private replyError(id: FrameId, code: ErrorCode, message: string): void {
+  private replyError(id: FrameId, code: ErrorCode, message: string, details?: Record<string, unknown>): void {
     // An id the protocol does not allow (over 128 chars) is not echoed: it could push the reply past the frame limit.
     const frame: ErrorFrame = { type: "error", id: typeof id === "string" && id.length > 128 ? null : id, code, message };
+    if (details !== undefined) frame.details = details;
     this.write(frame);
   }
 

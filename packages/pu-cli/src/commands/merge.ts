@@ -1,6 +1,6 @@
 import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine, writeNote } from "../output.js";
+import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 import { CliUsageError } from "../usage-error.js";
 
@@ -8,7 +8,8 @@ export default class MergeCommand extends PuCommand {
   static override paths = [["merge"]];
   static override usage = Command.Usage({
     description: "Merge a worktree's branch into its base branch",
-    details: "A conflict aborts cleanly: the worktree is marked failed with the conflicting files, and both branches stay as they were.",
+    details:
+      "A conflict aborts cleanly: the worktree is marked failed with the conflicting files (exit 1; `--json` lists them all in `error.details.conflicts`), and both branches stay as they were. A branch with no commit its base lacks says \"nothing to merge\" (exit 0) and stays active.",
     examples: [
       ["Merge with a merge commit", "$0 merge wt-ab12cd34"],
       ["Squash into one commit", '$0 merge wt-ab12cd34 --squash --message "Fix login"'],
@@ -27,14 +28,14 @@ export default class MergeCommand extends PuCommand {
     const projectRoot = this.projectRoot();
     const fields = { projectRoot, worktreeId: this.worktreeId, strategy, ...(this.message === undefined ? {} : { message: this.message }) } as const;
     const result = await withDaemon((client) => client.request("merge", fields, { timeoutMs: 300_000 }));
-    const failed = result.status === "failed" || (result.conflicts?.length ?? 0) > 0;
+    // A conflict is an error reply (MERGE_CONFLICT, its files in `details.conflicts`), reported like any other.
     if (this.json) {
       writeJson(result);
-      return failed ? 1 : 0;
+      return 0;
     }
-    if (failed) {
-      writeNote(`pu: merge of ${result.worktreeId} into ${result.baseBranch} failed; conflicts: ${(result.conflicts ?? []).join(", ") || "none reported"}`);
-      return 1;
+    if (result.nothingToMerge) {
+      writeLine(`nothing to merge: ${result.worktreeId}'s branch has no commit ${result.baseBranch} lacks (it stays ${result.status})`);
+      return 0;
     }
     writeLine(`merged ${result.worktreeId} into ${result.baseBranch} (${result.strategy})${result.commit ? ` at ${result.commit.slice(0, 12)}` : ""}`);
     return 0;

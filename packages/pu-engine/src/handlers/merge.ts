@@ -41,6 +41,13 @@ export async function handleMerge(state: EngineState, req: RequestOf<"merge">): 
       worktreesDir: worktreesDir(root),
       ignoreUntracked: (await loadConfig(root)).envFiles,
     });
+    if (outcome.alreadyUpToDate) {
+      await record((wt) => {
+        wt.status = previous;
+      });
+      state.log.event("merge_nothing", { projectRoot: root, worktreeId: id, baseBranch });
+      return { worktreeId: id, status: previous, strategy: req.strategy, baseBranch, commit: outcome.commit, nothingToMerge: true };
+    }
     await record((wt) => {
       wt.status = "merged";
       wt.mergedAt = nowIso();
