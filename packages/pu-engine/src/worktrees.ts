@@ -27,10 +27,19 @@ class GitCommandError extends GitError {
 }
 
 // git prints progress ("Preparing worktree ...") before the line that says what went wrong,
-// so the first fatal/error line is the one worth showing.
+// so the first fatal/error line is the one worth showing, with the tab-indented file list
+// git puts under it ("would be overwritten by merge:" names the files only there).
 function complaint(text: string): string {
-  const lines = text.split("\n").map((l) => l.trim()).filter((l) => l.length > 0);
-  return lines.find((l) => /^(fatal|error):/.test(l)) ?? lines[0] ?? "";
+  const lines = text.split("\n").filter((l) => l.trim().length > 0);
+  const at = lines.findIndex((l) => /^(fatal|error):/.test(l.trim()));
+  if (at < 0) return lines[0]?.trim() ?? "";
+  const files: string[] = [];
+  for (const line of lines.slice(at + 1)) {
+    if (!/^\t/.test(line)) break;
+    files.push(line.trim());
+  }
+  const head = lines[at]!.trim();
+  return files.length === 0 ? head : `${head} ${files.join(", ")}`;
 }
 
 // simple-git resolves a command that exits non-zero with an empty stderr (e.g. `--quiet`

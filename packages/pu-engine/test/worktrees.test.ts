@@ -462,6 +462,21 @@ describe("removeWorktree", () => {
   });
 });
 
+describe("git's own words in a refused merge", () => {
+  it("names the files git says a merge would overwrite", async () => {
+    const wt = await create("adds");
+    repo.commit({ "new-a.txt": "branch\n", "new-b.txt": "branch\n" }, "add two files", wt.path);
+    writeFileSync(path.join(repo.root, "new-a.txt"), "mine, untracked\n");
+    writeFileSync(path.join(repo.root, "new-b.txt"), "mine, untracked\n");
+    const error = await expectPuError(
+      mergeWorktree({ projectRoot: repo.root, path: wt.path, branch: wt.branch, baseBranch: wt.baseBranch, strategy: "merge" }),
+      "GIT_ERROR",
+    );
+    expect(error.message).toMatch(/would be overwritten by merge: new-a\.txt, new-b\.txt/);
+    expect(readFileSync(path.join(repo.root, "new-a.txt"), "utf8")).toBe("mine, untracked\n");
+  });
+});
+
 describe("workAtRisk (what clean would throw away)", () => {
   function risk(wt: CreatedWorktree, ignoreUntracked: string[] = []) {
     return workAtRisk({ projectRoot: repo.root, path: wt.path, branch: wt.branch, baseBranch: wt.baseBranch, ignoreUntracked });
