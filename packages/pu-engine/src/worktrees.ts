@@ -212,7 +212,11 @@ export interface CreateWorktreeOptions {
   projectRoot: string;
   worktreesDir: string;
   worktreeId: string;
-  /** Normalized worktree name; the branch is `pu/<name>`. */
+  /**
+   * Normalized worktree name; the branch is `pu/<name>`. When that branch exists the next free
+   * `<name>-2`, `<name>-3`… is used: choosing it under the repository lock is what keeps
+   * parallel spawns with one name from colliding.
+   */
   name: string;
   /** Branch or commit to start from; default the project root's current branch, else HEAD. */
   base?: string;
@@ -221,6 +225,8 @@ export interface CreateWorktreeOptions {
 }
 
 export interface CreatedWorktree {
+  /** The name used (the one asked for, or it with a suffix when its branch was taken). */
+  name: string;
   path: string;
   branch: string;
   /** The base branch name when the base names a local branch, else the base commit. */
@@ -235,18 +241,25 @@ export function createWorktree(options: CreateWorktreeOptions): Promise<CreatedW
 }
 
 async function createWorktreeLocked(options: CreateWorktreeOptions): Promise<CreatedWorktree> {
-  const { projectRoot, worktreesDir, worktreeId, name } = options;
-  const branch = `pu/${name}`;
+  const { projectRoot, worktreesDir, worktreeId } = options;
   const worktreePath = path.join(worktreesDir, worktreeId);
 
-  const refCheck = await gitProbe(projectRoot, ["check-ref-format", "--branch", branch]);
+  const refCheck = await gitProbe(projectRoot, ["check-ref-format", "--branch", `pu/${options.name}`]);
   if (!refCheck.ok) {
-    throw new PuError("INVALID_ARGUMENT", `"${branch}" is not a valid git branch name; choose another --name`);
+    throw new PuError("INVALID_ARGUMENT", `"pu/${options.name}" is not a valid git branch name; choose another --name`);
   }
-  if (await branchExists(projectRoot, branch)) {
-    throw new PuError("INVALID_ARGUMENT", `branch ${branch} already exists; choose another --name`);
+  let name = options.name;
+  for (let n = 2; await branchExists(projectRoot, `pu/${name}`); n++) name = `${options.name}-${n}`;
+  const branch = `pu/${name}`;
+  const current = await currentBranch(projectRoot);
+  if (options.base === undefined && current === null) {
+    const head = (await revParse(projectRoot, "HEAD"))?.slice(0, 12) ?? "no commit";
+    throw new PuError(
+      "INVALID_ARGUMENT",
+      `${projectRoot} is on a detached HEAD (${head}), so there is no branch for the worktree's work to merge into; pass --base BRANCH`,
+    );
   }
-  const base = options.base ?? (await currentBranch(projectRoot)) ?? "HEAD";
+  const base = options.base ?? current ?? "HEAD";
   if (base.startsWith("-")) throw new PuError("INVALID_ARGUMENT", `base ref "${base}" is not a branch or commit; pass one to --base`);
   const baseCommit = await revParse(projectRoot, base);
   if (!baseCommit && options.base === undefined) {
@@ -265,7 +278,7 @@ async function createWorktreeLocked(options: CreateWorktreeOptions): Promise<Cre
     // Starting from the commit (not the ref name) keeps git from setting up tracking for remote bases.
     await gitOrFail(projectRoot, ["worktree", "add", "-b", branch, worktreePath, baseCommit], `cannot create worktree ${worktreePath}`);
     const notes = await copyEnvFiles(projectRoot, worktreePath, options.envFiles ?? []);
-    return { path: worktreePath, branch, baseBranch, baseCommit, notes };
+    return { name, path: worktreePath, branch, baseBranch, baseCommit, notes };
   } catch (e) {
     await rollBackCreate(projectRoot, worktreePath, branch);
     throw e;

@@ -62,6 +62,21 @@ describe("worktrees through the daemon", () => {
     expect(repo.git(["worktree", "list", "--porcelain"]).match(/^worktree /gm)).toHaveLength(1);
   });
 
+  it("eight parallel spawns with one --name all succeed, as same, same-2 … same-8, as sequential ones would", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const results = await Promise.allSettled(
+      Array.from({ length: 8 }, () => client.request("spawn", { projectRoot: repo.root, name: "same", command: "sleep 60" })),
+    );
+    expect(results.flatMap((r) => (r.status === "rejected" ? [String(r.reason)] : []))).toEqual([]);
+    const spawned = results.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+    for (const s of spawned) trackAgentPid(s.agent.pid);
+    const names = Object.values(readManifest(repo.root).worktrees).map((w) => w.name).sort();
+    expect(names).toEqual(["same", ...Array.from({ length: 7 }, (_, i) => `same-${i + 2}`)].sort());
+    expect(new Set(spawned.map((s) => s.branch)).size).toBe(8);
+  });
+
   it("spawn creates a named worktree, diff shows the agent's work, merge brings it home, clean removes it", async () => {
     const daemon = await startTestDaemon();
     const client = await daemon.client();

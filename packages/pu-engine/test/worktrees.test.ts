@@ -129,10 +129,12 @@ describe("createWorktree", () => {
     expect(repo.head(fromCommit.path)).toBe(first);
   });
 
-  it("starts from HEAD when the project is on a detached HEAD", async () => {
+  it("refuses a detached HEAD without --base (no branch to merge into), and takes an explicit base", async () => {
     repo.git(["checkout", "-q", "--detach"]);
-    const created = await create("detached");
-    expect(created.baseBranch).toBe(repo.head());
+    await expectPuError(create("detached"), "INVALID_ARGUMENT", /is on a detached HEAD \([0-9a-f]{12}\), so there is no branch .* pass --base BRANCH/);
+    expect(registeredWorktrees()).toEqual([repo.root]);
+    const created = await create("detached", { base: "main" });
+    expect(created.baseBranch).toBe("main");
   });
 
   it("explains a repository without commits instead of naming a missing base", async () => {
@@ -150,12 +152,12 @@ describe("createWorktree", () => {
     }
   });
 
-  it("refuses an existing branch and leaves nothing behind", async () => {
+  it("takes the next free name when the branch exists, and leaves that branch alone", async () => {
     repo.git(["branch", "pu/taken"]);
+    repo.git(["branch", "pu/taken-2"]);
     const before = repo.git(["rev-parse", "pu/taken"]);
-    await expectPuError(create("taken"), "INVALID_ARGUMENT", "branch pu/taken already exists; choose another --name");
-    expect(existsSync(path.join(worktreesDir, "wt-taken"))).toBe(false);
-    expect(registeredWorktrees()).toEqual([repo.root]);
+    const created = await create("taken");
+    expect(created).toMatchObject({ name: "taken-3", branch: "pu/taken-3" });
     expect(repo.git(["rev-parse", "pu/taken"])).toBe(before);
   });
 

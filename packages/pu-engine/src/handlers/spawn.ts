@@ -229,7 +229,7 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
       if (placement.kind === "new" && created) {
         const wt: WorktreeEntry = {
           id: placement.worktreeId,
-          name: placement.name,
+          name: created.name,
           path: created.path,
           branch: created.branch,
           baseBranch: created.baseBranch,
