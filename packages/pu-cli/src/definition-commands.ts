@@ -6,7 +6,7 @@ import path from "node:path";
 import type { DefinitionGetResult, DefinitionKind, DefinitionSummary } from "@pu/ipc/protocol";
 import { isPuError, PuError } from "@pu/core/errors";
 import { findProjectRoot, puHome } from "@pu/core/paths";
-import { validateDefinitionName } from "@pu/core/names";
+import { escapeControlCharacters, validateDefinitionName } from "@pu/core/names";
 import { Option } from "./clipanion.js";
 import { parseVars } from "./commands/spawn.js";
 import { withDaemon } from "./daemon-client.js";
@@ -220,7 +220,7 @@ function displayPath(file: string, root: string | undefined): string {
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
 export function printColumns(header: string[], rows: string[][]): void {
-  const all = [header, ...rows];
+  const all = [header, ...rows.map((row) => row.map(escapeControlCharacters))];
   const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
   for (const row of all) {
     writeLine(

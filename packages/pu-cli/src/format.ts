@@ -1,3 +1,4 @@
+import { escapeControlCharacters } from "@pu/core/names";
 /** "42s", "3m", "2h05m", "3d4h": short enough for a table column. */
 export function formatDuration(totalSeconds: number): string {
   const s = Math.max(0, Math.floor(totalSeconds));
@@ -16,6 +17,8 @@ export function paint(text: string, style: Style, color: boolean): string {
   return color ? `\x1b[${ANSI[style]}m${text}\x1b[0m` : text;
 }
 
-export function truncate(text: string, width: number): string {
+/** Fits a table cell; control characters (from names stored before they were refused) are shown escaped. */
+export function truncate(raw: string, width: number): string {
+  const text = escapeControlCharacters(raw);
   return text.length <= width ? text : text.slice(0, Math.max(0, width - 1)) + "…";
 }

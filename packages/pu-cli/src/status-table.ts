@@ -1,3 +1,4 @@
+import { escapeControlCharacters } from "@pu/core/names";
 import type { WorktreeEntry } from "@pu/core/manifest";
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
 import { formatDuration, paint, truncate, type Style } from "./format.js";
@@ -71,7 +72,7 @@ export function statusRows(report: StatusReport): StatusRow[] {
 export function renderStatusTable(report: StatusReport, { color = false }: { color?: boolean } = {}): string {
   const rows = statusRows(report);
   if (rows.length === 0) return `no agents in ${report.projectRoot}; start one with \`pu spawn "PROMPT"\`\n`;
-  const cells = rows.map((row) => COLUMNS.map((c) => (c.max ? truncate(row[c.key], c.max) : row[c.key])));
+  const cells = rows.map((row) => COLUMNS.map((c) => (c.max ? truncate(row[c.key], c.max) : escapeControlCharacters(row[c.key]))));
   const widths = COLUMNS.map((c, i) => Math.max(c.title.length, ...cells.map((r) => r[i]!.length)));
   const line = (values: string[], styleOf: (i: number, v: string) => Style | undefined) =>
     values

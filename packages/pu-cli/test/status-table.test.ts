@@ -82,6 +82,17 @@ describe("status table", () => {
     expect(coloured.replace(/\x1b\[\d+m/g, "")).toBe(plain);
   });
 
+  it("never prints a control character from a stored name raw", () => {
+    const hostile = {
+      ...report,
+      agents: { "ag-evil0001": agent("ag-evil0001", { name: "x\x1b]0;pwned\x07\x1b[2Jy\nz" }) },
+      worktrees: {},
+    } as unknown as StatusReport;
+    const out = renderStatusTable(hostile, { color: false });
+    expect(out).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f]/);
+    expect(out).toContain("x\\x1b]0;pwned\\x07");
+  });
+
   it("says how to start when there are no agents", () => {
     const empty = { ...report, agents: {}, worktrees: {} } as StatusReport;
     expect(renderStatusTable(empty)).toMatch(/no agents in \/work\/app; start one with `pu spawn/);

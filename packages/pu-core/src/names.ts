@@ -9,6 +9,33 @@ export const MAX_WORKTREE_NAME_LENGTH = 64;
  * outside [a-z0-9], collapses runs of `-`, trims `-` from both ends and caps the
  * length at 64. Throws INVALID_ARGUMENT when nothing usable is left.
  */
+// C0 controls, DEL and C1 controls: a terminal acts on them instead of showing them.
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/;
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/** Text safe to print on a terminal: each control character shown as `\xNN`. */
+export function escapeControlCharacters(text: string): string {
+  return text.replace(CONTROL_CHARACTERS, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
+/** "contains the control character \x1b at position 4", or undefined for a clean name. */
+function controlCharacterProblem(name: string): string | undefined {
+  const match = CONTROL_CHARACTER.exec(name);
+  if (!match) return undefined;
+  return `contains the control character ${escapeControlCharacters(match[0])} at position ${match.index + 1}`;
+}
+
+/** Agent names are free text, but one line of printable characters, short enough for a status table. */
+export function validateAgentName(raw: string): string {
+  const name = raw.trim();
+  const control = controlCharacterProblem(name);
+  if (control) throw new PuError("INVALID_ARGUMENT", `agent name '${escapeControlCharacters(raw)}' ${control}; names are printable text`);
+  if (name === "" || name.length > 64) {
+    throw new PuError("INVALID_ARGUMENT", `agent name must be 1 to 64 characters, got '${raw}'`);
+  }
+  return name;
+}
+
 export function normalizeWorktreeName(raw: string): string {
   const slug = raw
     .toLowerCase()
@@ -19,7 +46,7 @@ export function normalizeWorktreeName(raw: string): string {
     .slice(0, MAX_WORKTREE_NAME_LENGTH)
     .replace(/-+$/, "");
   if (slug === "") {
-    throw new PuError("INVALID_ARGUMENT", `worktree name '${raw}' has no usable characters`);
+    throw new PuError("INVALID_ARGUMENT", `worktree name '${escapeControlCharacters(raw)}' has no usable characters`);
   }
   return slug;
 }
@@ -31,10 +58,11 @@ export function branchForWorktree(name: string): string {
 /** Returns `name` unchanged if it is safe as a definition file name; throws INVALID_ARGUMENT otherwise. */
 export function validateDefinitionName(name: string): string {
   const reject = (why: string): never => {
-    throw new PuError("INVALID_ARGUMENT", `definition name '${name}' ${why}`);
+    throw new PuError("INVALID_ARGUMENT", `definition name '${escapeControlCharacters(name)}' ${why}`);
   };
   if (name.trim() === "") reject("is empty");
-  if (name.includes("\0")) reject("contains a NUL character");
+  const control = controlCharacterProblem(name);
+  if (control) reject(control);
   if (name.includes("/") || name.includes("\\")) reject("must not contain '/' or '\\'");
   if (name.includes("..")) reject("must not contain '..'");
   if (name.startsWith(".")) reject("must not start with '.'");

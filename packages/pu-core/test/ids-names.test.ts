@@ -8,7 +8,7 @@ import {
   newSessionId,
   newWorktreeId,
 } from "../src/ids.js";
-import { branchForWorktree, normalizeWorktreeName, validateDefinitionName } from "../src/names.js";
+import { branchForWorktree, escapeControlCharacters, normalizeWorktreeName, validateAgentName, validateDefinitionName } from "../src/names.js";
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -84,6 +84,21 @@ describe("validateDefinitionName", () => {
 
   it.each(["", "  ", ".hidden", "a/b", "a\\b", "..", "a..b", "x\0y"])("rejects %j", (name) => {
     expect(codeOf(() => validateDefinitionName(name))).toBe("INVALID_ARGUMENT");
+  });
+});
+
+describe("control characters in names", () => {
+  it("agent and definition names with escape sequences or newlines are refused, naming the character and where it is", () => {
+    for (const validate of [validateAgentName, validateDefinitionName]) {
+      expect(() => validate("ok\x1b[2Jname")).toThrow(/control character \\x1b at position 3/);
+      expect(() => validate("two\nlines")).toThrow(/control character \\x0a at position 4/);
+      expect(() => validate("del\x7f")).toThrow(/\\x7f/);
+    }
+    expect(validateAgentName("  Reviewer (ünïcode ok)  ")).toBe("Reviewer (ünïcode ok)");
+  });
+
+  it("escapeControlCharacters shows them as \\xNN and leaves other text alone", () => {
+    expect(escapeControlCharacters("a\x1b[31mb\x07é")).toBe("a\\x1b[31mb\\x07é");
   });
 });
 

@@ -3,7 +3,7 @@ import { findAgent } from "@pu/core/manifest";
 import { normalizeWorktreeName } from "@pu/core/names";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { EngineState } from "../state.js";
-import { validateAgentName } from "./spawn.js";
+import { validateAgentName } from "@pu/core/names";
 
 /**
  * Renames an agent (free text) or a worktree. A worktree's name is only its display

@@ -4,7 +4,7 @@ import { PuError } from "@pu/core/errors";
 import { agentTypeTrustItem } from "@pu/core/trust";
 import { newAgentId, newSessionId, newWorktreeId } from "@pu/core/ids";
 import type { AgentEntry, Manifest, WorktreeEntry } from "@pu/core/manifest";
-import { normalizeWorktreeName } from "@pu/core/names";
+import { normalizeWorktreeName, validateAgentName } from "@pu/core/names";
 import { worktreesDir } from "@pu/core/paths";
 import type { RequestOf, SpawnResult } from "@pu/ipc/protocol";
 import { buildEnv, buildLaunch, deliverPrompt, type Launch } from "../agent-launch.js";
@@ -26,14 +26,6 @@ export function displayName(agentType: string): string {
   return DISPLAY_NAMES[agentType] ?? agentType;
 }
 
-/** Agent names are free text, but one line and short enough for a status table. */
-export function validateAgentName(raw: string): string {
-  const name = raw.trim();
-  if (name === "" || name.length > 64 || /[\0\r\n]/.test(name)) {
-    throw new PuError("INVALID_ARGUMENT", `agent name must be 1 to 64 characters on one line, got '${raw}'`);
-  }
-  return name;
-}
 
 /** The first few words of the prompt make a readable worktree name. */
 function nameFromPrompt(prompt: string): string | undefined {
@@ -93,7 +85,8 @@ function place(m: Manifest, root: string, req: RequestOf<"spawn">, agentType: st
     return { kind: "existing", cwd: wt.path, worktree: wt };
   }
   const base =
-    (req.name !== undefined ? normalizeWorktreeName(req.name) : undefined) ??
+    // Checked as text first: normalizing would quietly drop control characters a name must not have.
+    (req.name !== undefined ? normalizeWorktreeName(validateAgentName(req.name)) : undefined) ??
     (req.prompt ? nameFromPrompt(req.prompt) : undefined) ??
     normalizeWorktreeName(agentType);
   const worktreeId = newWorktreeId();
