@@ -115,4 +115,15 @@ describe("CLI hardening", { timeout: 120_000 }, () => {
     expect(records.length).toBeGreaterThan(0);
     for (const record of records) expect(mode(path.join(gates, record)), record).toBe("600");
   });
+  it("a PU_HOME whose socket path is over the OS limit is one clear error, at once, with no socket anywhere", async () => {
+    const longHome = path.join(sb.base, "h".repeat(120));
+    const started = Date.now();
+    const run = await sb.pu(["status"], { env: { PU_HOME: longHome } });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^pu: the pu daemon's socket path .*daemon\.sock is \d+ bytes, over this system's limit of 10[37] for a Unix socket; set PU_HOME to a shorter directory\n$/);
+    expect(Date.now() - started).toBeLessThan(4000);
+    // The sandbox's own daemon socket is the only one (the OS would have cut the long path short).
+    const sockets = readdirSync(sb.base, { recursive: true }).map(String).filter((f) => f.includes("daemon.so"));
+    expect(sockets).toEqual([path.relative(sb.base, path.join(sb.home, "daemon.sock"))]);
+  });
 });

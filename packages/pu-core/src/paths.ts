@@ -38,8 +38,23 @@ export function ensurePuHome(home: string): void {
   }
 }
 
+/** Unix socket paths are limited by `sun_path` (108 bytes on Linux, 104 on macOS, with the NUL). */
+export const MAX_SOCKET_PATH_BYTES = process.platform === "linux" ? 107 : 103;
+
+/**
+ * The daemon's socket. A longer path is refused here, before anything listens or connects:
+ * the OS would otherwise cut it short, putting the socket somewhere outside the home.
+ */
 export function socketPath(home: string): string {
-  return join(home, "daemon.sock");
+  const path = join(home, "daemon.sock");
+  const bytes = Buffer.byteLength(path);
+  if (bytes > MAX_SOCKET_PATH_BYTES) {
+    throw new PuError(
+      "CONFIG_ERROR",
+      `the pu daemon's socket path ${path} is ${bytes} bytes, over this system's limit of ${MAX_SOCKET_PATH_BYTES} for a Unix socket; set PU_HOME to a shorter directory`,
+    );
+  }
+  return path;
 }
 
 export function pidPath(home: string): string {
