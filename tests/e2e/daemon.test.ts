@@ -36,7 +36,9 @@ describe("pu daemon end to end", { timeout: 120_000 }, () => {
     expect(isProcessAlive(agentPid)).toBe(false);
     expect(existsSync(socket())).toBe(false);
     expect(existsSync(pidFile())).toBe(false);
-    expect((await sb.puJson<{ running: boolean }>(["daemon", "status"])).running).toBe(false);
+    const notRunning = await sb.pu(["daemon", "status", "--json"]);
+    expect(notRunning.code).toBe(4);
+    expect((JSON.parse(notRunning.stdout) as { running: boolean }).running).toBe(false);
 
     const health = await sb.puJson<{ pid: number }>(["health"]);
     expect(health.pid).not.toBe(first);

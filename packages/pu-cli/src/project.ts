@@ -19,6 +19,6 @@ export async function resolveInitRoot({ flag, cwd = process.cwd() }: InitLookup)
       stdio: ["ignore", "pipe", "ignore"],
     }).trim();
   } catch {
-    throw new PuError("INVALID_ARGUMENT", `pu init needs a git repository; ${dir} is not inside one (run \`git init\` first)`);
+    throw new PuError("INVALID_STATE", `pu init needs a git repository; ${dir} is not inside one (run \`git init\` first)`);
   }
 }

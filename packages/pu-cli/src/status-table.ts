@@ -38,7 +38,8 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
     agent: agent.id,
     name: agent.name,
     type: agent.agentType,
-    status: agent.suspended ? `${agent.status} (benched)` : agent.status,
+    // The seed's status has no "succeeded": an agent that finished cleanly says so beside it.
+    status: agent.suspended ? `${agent.status} (benched)` : agent.status === "broken" && agent.exitCode === 0 ? "broken (exited 0)" : agent.status,
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
     pidExit:
       agent.exitCode !== undefined && agent.exitCode !== null

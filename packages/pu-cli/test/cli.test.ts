@@ -78,7 +78,7 @@ describe("usage errors exit 2 with one line and a hint", () => {
     [["spawn", "--root", "--worktree", "wt-abcdefgh"], /--root and --worktree cannot be used together/],
     [["spawn", "--trigger", "t", "--no-trigger"], /--trigger and --no-trigger cannot be used together/],
     [["spawn", "a prompt", "--file", "p.md"], /PROMPT and --file cannot be used together/],
-    [["spawn", "--var", "A=1"], /--var needs --template/],
+    [["spawn", "--var", "A=1", "--no-trigger"], /--var needs --template or a trigger/],
     [["spawn", "--template", "t", "--var", "novalue"], /--var expects KEY=VALUE/],
     [["kill"], /--agent ID, --worktree WT or --all/],
     [["kill", "--agent", "ag-x", "--all"], /--agent and --all cannot be used together/],
@@ -105,7 +105,7 @@ describe("usage errors exit 2 with one line and a hint", () => {
     const r = await pu("kill", "--json");
     expect(r.code).toBe(2);
     expect(JSON.parse(r.stdout)).toEqual({
-      error: { code: "INVALID_ARGUMENT", message: "say what to kill: --agent ID, --worktree WT or --all" },
+      error: { code: "INVALID_ARGUMENT", message: "say what to kill: an agent or worktree ID, --agent ID, --worktree WT or --all" },
     });
   });
 
@@ -149,7 +149,7 @@ describe("outside a project", () => {
 describe("daemon status without a daemon", () => {
   it("says not running and starts nothing", async () => {
     const r = await pu("daemon", "status", "--json");
-    expect(r.code).toBe(0);
+    expect(r.code).toBe(4);
     expect(JSON.parse(r.stdout)).toEqual({ running: false, home });
     expect(existsSync(path.join(home, "daemon.sock"))).toBe(false);
   });

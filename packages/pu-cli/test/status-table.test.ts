@@ -63,6 +63,8 @@ describe("status table", () => {
     expect(root).toMatchObject({ status: "waiting", idle: "1m35s", pidExit: "4242", type: "claude" });
     expect(first).toMatchObject({ status: "waiting (benched)", idle: "2h01m", pidExit: "999" });
     expect(late).toMatchObject({ status: "broken", idle: "-", pidExit: "exit 137" });
+    const succeeded = statusRows({ ...report, agents: { "ag-done0001": agent("ag-done0001", { status: "broken", exitCode: 0, live: false }) }, worktrees: {} } as unknown as StatusReport);
+    expect(succeeded[0]).toMatchObject({ status: "broken (exited 0)", pidExit: "exit 0" });
   });
 
   it("renders aligned columns without escape codes when colour is off", () => {

@@ -10,7 +10,11 @@ export default class DaemonStatusCommand extends PuCommand {
   static override usage = Command.Usage({
     category: "Daemon",
     description: "Say whether the pu daemon is running, with its pid and uptime (never starts it)",
-    examples: [["Check", "$0 daemon status"]],
+    details: "Exits 0 when a compatible daemon answers and 4 (daemon unavailable) when none runs or it speaks another protocol, so scripts can test it; `--json` prints the document either way.",
+    examples: [
+      ["Check", "$0 daemon status"],
+      ["In a script", "$0 daemon status >/dev/null || $0 daemon start"],
+    ],
   });
 
   async run(): Promise<number> {
@@ -28,7 +32,7 @@ export default class DaemonStatusCommand extends PuCommand {
     if (!client) {
       if (this.json) writeJson({ running: false, home });
       else writeLine(`pu daemon not running (home ${home})`);
-      return 0;
+      return 4;
     }
     try {
       const health = await client.request("health", {});
