@@ -1,6 +1,6 @@
 // Command-line rough edges a new user hit: a bare id for kill, `kill --all` saying why root
 // agents stayed, `--env` for the agent's environment, `--file -` and `--var` with a trigger.
-import { readdirSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runPuOnPty } from "../helpers/pty-pu.js";
@@ -125,5 +125,25 @@ describe("CLI hardening", { timeout: 120_000 }, () => {
     // The sandbox's own daemon socket is the only one (the OS would have cut the long path short).
     const sockets = readdirSync(sb.base, { recursive: true }).map(String).filter((f) => f.includes("daemon.so"));
     expect(sockets).toEqual([path.relative(sb.base, path.join(sb.home, "daemon.sock"))]);
+  });
+  it("diff shows every worktree under its own header, and flags one whose directory is gone without hiding the others", async () => {
+    const one = await sb.spawnAgent(["--agent", "terminal", "--name", "diff-one"]);
+    const two = await sb.spawnAgent(["--agent", "terminal", "--name", "diff-two"]);
+    writeFileSync(path.join(one.worktreePath!, "a.txt"), "from one\n");
+    sb.git(["add", "a.txt"], one.worktreePath!);
+    sb.git(["commit", "-qm", "one's work"], one.worktreePath!);
+    const plain = await sb.ok(["diff"]);
+    expect(plain).toContain(`== ${one.worktreeId} diff-one (pu/diff-one vs main) ==`);
+    expect(plain).toContain(`== ${two.worktreeId} diff-two (pu/diff-two vs main) ==`);
+    expect(plain).toContain("+from one");
+
+    await sb.ok(["kill", two.agentId]);
+    rmSync(two.worktreePath!, { recursive: true, force: true });
+    const stat = await sb.pu(["diff", "--stat"]);
+    expect(stat.code).toBe(1);
+    expect(stat.stdout).toMatch(new RegExp(`${one.worktreeId} diff-one \\(pu/diff-one vs main\\): 1 file\\(s\\), \\+1 -0`));
+    expect(stat.stdout).toContain(`${two.worktreeId} diff-two: cannot diff:`);
+    expect(stat.stderr).toMatch(new RegExp(`^pu: ${two.worktreeId} \\(diff-two\\) could not be diffed: [^\\n]+\\n$`));
+    await sb.ok(["clean", "--all", "--force"]);
   });
 });

@@ -309,6 +309,8 @@ export interface WorktreeDiff {
   deletions: number;
   /** Unified diff text; omitted in stat mode. */
   patch?: string;
+  /** Why this worktree could not be diffed (its directory or branch is gone); the others still are. */
+  error?: string;
 }
 export interface DiffResult {
   worktrees: WorktreeDiff[];

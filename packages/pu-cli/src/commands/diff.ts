@@ -1,7 +1,7 @@
 import { Command, Option } from "../clipanion.js";
 import type { WorktreeDiff } from "@pu/ipc/protocol";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine } from "../output.js";
+import { writeJson, writeLine, writeNote } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 
 function statLines(diff: WorktreeDiff): string[] {
@@ -14,6 +14,8 @@ export default class DiffCommand extends PuCommand {
   static override paths = [["diff"]];
   static override usage = Command.Usage({
     description: "Show what worktrees changed relative to their base branch",
+    details:
+      "Every active worktree's diff comes under a header naming it. A worktree that cannot be diffed (its directory or branch is gone) is flagged in its place and the others are still shown; the command then exits 1.",
     examples: [
       ["Diff every active worktree", "$0 diff"],
       ["Summary of one worktree", "$0 diff --worktree wt-ab12cd34 --stat"],
@@ -27,15 +29,23 @@ export default class DiffCommand extends PuCommand {
     const projectRoot = this.projectRoot();
     const fields = { projectRoot, stat: this.stat, ...(this.worktree === undefined ? {} : { worktreeId: this.worktree }) };
     const result = await withDaemon((client) => client.request("diff", fields, { timeoutMs: 120_000 }));
+    const broken = result.worktrees.filter((d) => d.error !== undefined);
     if (this.json) {
       writeJson(result);
-      return 0;
+      return broken.length > 0 ? 1 : 0;
     }
     if (result.worktrees.length === 0) writeLine("no worktrees to diff");
     for (const diff of result.worktrees) {
-      if (this.stat || diff.patch === undefined) writeLine(statLines(diff).join("\n"));
-      else process.stdout.write(diff.patch.endsWith("\n") || diff.patch === "" ? diff.patch : diff.patch + "\n");
+      if (diff.error !== undefined) {
+        writeLine(`${diff.worktreeId} ${diff.name}: cannot diff: ${diff.error}`);
+      } else if (this.stat || diff.patch === undefined) {
+        writeLine(statLines(diff).join("\n"));
+      } else {
+        if (this.worktree === undefined) writeLine(`== ${diff.worktreeId} ${diff.name} (${diff.branch} vs ${diff.baseBranch}) ==`);
+        process.stdout.write(diff.patch.endsWith("\n") || diff.patch === "" ? diff.patch : diff.patch + "\n");
+      }
     }
-    return 0;
+    for (const d of broken) writeNote(`pu: ${d.worktreeId} (${d.name}) could not be diffed: ${d.error}`);
+    return broken.length > 0 ? 1 : 0;
   }
 }

@@ -10,8 +10,16 @@ export async function handleDiff(state: EngineState, req: RequestOf<"diff">): Pr
   const fallbackBase = targets.some((w) => !w.baseBranch) ? ((await currentBranch(root)) ?? "HEAD") : "HEAD";
   const worktrees: DiffResult["worktrees"] = [];
   for (const wt of targets) {
-    const changes = await diffWorktree({ path: wt.path, branch: wt.branch, baseBranch: wt.baseBranch ?? fallbackBase, stat: req.stat });
-    worktrees.push({ worktreeId: wt.id, name: wt.name, ...changes });
+    const baseBranch = wt.baseBranch ?? fallbackBase;
+    try {
+      const changes = await diffWorktree({ path: wt.path, branch: wt.branch, baseBranch, stat: req.stat });
+      worktrees.push({ worktreeId: wt.id, name: wt.name, ...changes });
+    } catch (err) {
+      // Asked for by id, its failure is the answer; among all worktrees one broken one must not hide the rest.
+      if (req.worktreeId) throw err;
+      const error = (err as Error).message;
+      worktrees.push({ worktreeId: wt.id, name: wt.name, branch: wt.branch, baseBranch, mergeBase: "", files: [], insertions: 0, deletions: 0, error });
+    }
   }
   return { worktrees };
 }
