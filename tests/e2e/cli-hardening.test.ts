@@ -146,4 +146,11 @@ describe("CLI hardening", { timeout: 120_000 }, () => {
     expect(stat.stderr).toMatch(new RegExp(`^pu: ${two.worktreeId} \\(diff-two\\) could not be diffed: [^\\n]+\\n$`));
     await sb.ok(["clean", "--all", "--force"]);
   });
+  it("pu send refuses control characters in TEXT (they would be key presses) and points to --keys", async () => {
+    const agent = await sb.spawnAgent(["--agent", "terminal", "--root"]);
+    const sent = await sb.pu(["send", agent.agentId, "make\x03 it stop"]);
+    expect(sent.code).toBe(2);
+    expect(sent.stderr).toMatch(/^pu: TEXT contains the control character \\x03 at position 5; .*pu send ID --keys[^\n]*\n$/);
+    await sb.ok(["kill", agent.agentId]);
+  });
 });

@@ -6,6 +6,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { SESSION_ID_PLACEHOLDER, type AgentTypeConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
+import { stripControlCharacters } from "@pu/core/prompt-text";
 
 export interface LaunchOptions {
   prompt?: string;
@@ -145,6 +146,8 @@ export interface PromptTarget {
   readonly ring: { readonly endOffset: number };
   onOutput(cb: (chunk: Buffer, offset: number) => void): () => void;
   write(data: Buffer | string): void;
+  /** The program turned on bracketed paste: the text goes in as one paste. */
+  readonly bracketedPaste?: boolean;
 }
 
 export interface DeliverPromptOptions {
@@ -160,7 +163,10 @@ export interface DeliverPromptOptions {
 }
 
 /**
- * Types `text` into the agent once it looks ready, then presses Enter.
+ * Types `text` into the agent once it looks ready, then presses Enter, as its own key after a
+ * pause. Control characters never reach the agent as key presses: they are stripped here
+ * (requests refuse them earlier; this covers trigger files and gate output). Where the program
+ * enabled bracketed paste the text goes in as one paste, so a newline in it does not submit.
  * Resolves true when written, false when the agent exited first.
  */
 export async function deliverPrompt(
@@ -190,11 +196,15 @@ export async function deliverPrompt(
   } finally {
     unsubscribe();
   }
-  for (const chunk of utf8Chunks(text, chunkBytes)) {
+  const clean = stripControlCharacters(text);
+  const paste = session.bracketedPaste === true;
+  if (paste) session.write(PASTE_START);
+  for (const chunk of utf8Chunks(clean, chunkBytes)) {
     if (exited) return false;
     session.write(chunk);
     await sleep(keystrokeGapMs);
   }
+  if (paste) session.write(PASTE_END);
   await sleep(keystrokeGapMs * 5);
   if (exited) return false;
   session.write("\r");
@@ -217,3 +227,6 @@ function* utf8Chunks(text: string, maxBytes: number): Generator<Buffer> {
   }
   if (piece) yield Buffer.from(piece);
 }
+
+const PASTE_START = "\x1b[200~";
+const PASTE_END = "\x1b[201~";

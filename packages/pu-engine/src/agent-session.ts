@@ -289,12 +289,34 @@ export class AgentSession {
     return this.viewers.size;
   }
 
+  /**
+   * Whether the program asked for bracketed paste (`ESC[?2004h`) and has not turned it off:
+   * then a prompt can be pasted as one piece, newlines included, without submitting early.
+   */
+  get bracketedPaste(): boolean {
+    return this.bracketedPasteOn;
+  }
+
+  private bracketedPasteOn = false;
+
+  private noteBracketedPaste(chunk: Buffer): void {
+    // A sequence split across two reads is missed; the program sets the mode again at each prompt.
+    let at = chunk.indexOf(BRACKETED_PASTE_MODE);
+    while (at >= 0) {
+      const final = chunk[at + BRACKETED_PASTE_MODE.length];
+      if (final === 0x68 /* h */) this.bracketedPasteOn = true;
+      else if (final === 0x6c /* l */) this.bracketedPasteOn = false;
+      at = chunk.indexOf(BRACKETED_PASTE_MODE, at + 1);
+    }
+  }
+
   private handleData(chunk: Buffer): void {
     if (chunk.length === 0) return;
     const now = Date.now();
     this.lastDataAt = now;
     const offset = this.ring.endOffset;
     this.ring.append(chunk);
+    this.noteBracketedPaste(chunk);
     // Judging output (tokenizing every line) is the costliest per-byte work on this path:
     // judged chunk by chunk it capped a flood at a fraction of PTY speed. Once a chunk has
     // proved meaningful the idle clock is reset, so the rest of a burst is only sampled:
@@ -585,3 +607,5 @@ export const MAX_TERMINAL_SIZE = 1000;
 function clampSize(n: number): number {
   return Math.min(MAX_TERMINAL_SIZE, Math.max(1, Math.floor(n)));
 }
+
+const BRACKETED_PASTE_MODE = Buffer.from("\x1b[?2004");

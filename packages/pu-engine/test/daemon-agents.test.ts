@@ -1,4 +1,4 @@
-import { copyFileSync, rmSync } from "node:fs";
+import { copyFileSync, readFileSync, rmSync } from "node:fs";
 import { createConnection } from "node:net";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -159,6 +159,29 @@ describe("agents through the daemon", () => {
     });
     expect(await sttySize("alone")).toBe("1000x60");
     wide.close();
+  });
+
+  it("a spawn prompt goes into a program that enabled bracketed paste as one paste, then Enter; control characters are refused", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const record = path.join(repo.root, "typed.hex");
+    await expect(
+      client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, prompt: "stop\x03 now" }),
+    ).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("control character \\x03 at position 5") });
+
+    const spawned = await client.request("spawn", {
+      projectRoot: repo.root,
+      root: true,
+      command: `${process.execPath} ${path.join(path.dirname(FAKE_AGENT), "paste-agent.mjs")} ${record}`,
+      prompt: "line one\r\nline two",
+    });
+    trackAgentPid(spawned.agent.pid);
+    await waitFor("the prompt to be submitted", async () => Buffer.from((await client.request("logs", { agentId: spawned.agentId })).data).includes("submitted"));
+    const typed = Buffer.from(readFileSync(record, "utf8").split("\n").join(""), "hex").toString("latin1");
+    expect(typed).toBe("\x1b[200~line one\nline two\x1b[201~\r");
+    // Enter arrives as its own key press, after the paste ended.
+    expect(readFileSync(record, "utf8").trim().split("\n").at(-1)).toBe("0d");
   });
 
   it("a viewer that never reads slows neither the agent nor another viewer", async () => {

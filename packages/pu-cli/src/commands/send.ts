@@ -1,5 +1,6 @@
 import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
+import { checkPromptText } from "@pu/core/prompt-text";
 import { parseKeys } from "../keys.js";
 import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
@@ -29,7 +30,9 @@ export default class SendCommand extends PuCommand {
     // Node's Buffer is typed over ArrayBufferLike; the protocol's bytes over ArrayBuffer (same thing at run time).
     const chunks: Uint8Array<ArrayBuffer>[] = [];
     if (this.text !== undefined) {
-      if (this.text !== "") chunks.push(Buffer.from(this.text, "utf8") as Uint8Array<ArrayBuffer>);
+      // Control keys go with --keys, by name: a stray \x03 in TEXT would be a Ctrl-C.
+      const text = checkPromptText(this.text, "TEXT");
+      if (text !== "") chunks.push(Buffer.from(text, "utf8") as Uint8Array<ArrayBuffer>);
       if (!this.noEnter) chunks.push(Buffer.from("\r") as Uint8Array<ArrayBuffer>);
     }
     if (this.keys !== undefined) chunks.push(parseKeys(this.keys) as Uint8Array<ArrayBuffer>);

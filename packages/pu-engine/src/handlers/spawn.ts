@@ -1,6 +1,7 @@
 import path from "node:path";
 import { loadConfig, resolveAgentType, type Config } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
+import { checkPromptText } from "@pu/core/prompt-text";
 import { agentTypeTrustItem } from "@pu/core/trust";
 import { newAgentId, newSessionId, newWorktreeId } from "@pu/core/ids";
 import type { AgentEntry, Manifest, WorktreeEntry } from "@pu/core/manifest";
@@ -100,6 +101,7 @@ export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">): 
   // A template renders into the prompt (its frontmatter may set agent/command).
   const templated = await applySpawnTemplate(state, root, req);
   req = templated.req;
+  if (req.prompt !== undefined) req = { ...req, prompt: checkPromptText(req.prompt) };
   const warnings: string[] = [...templated.warnings];
 
   const config = await loadConfig(root);
