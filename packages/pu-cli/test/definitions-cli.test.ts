@@ -114,13 +114,13 @@ describe.each(KINDS)("pu $noun", (k) => {
     expect(readFileSync(file(), "utf8")).toBe(k.valid);
 
     const again = await p.run([k.noun, "create", k.name, "-"], { input: k.changed });
-    expect(again.code).toBe(1);
+    expect(again.code).toBe(2);
     expect(oneLine(again.stderr)).toMatch(/already exists; pass --force to replace it/);
     expect(readFileSync(file(), "utf8")).toBe(k.valid);
 
     const forced = await p.run([k.noun, "create", k.name, "-", "--force", "--json"], { input: k.changed });
     expect(forced.code).toBe(0);
-    expect(JSON.parse(forced.stdout)).toEqual({ path: file(), scope: "local" });
+    expect(JSON.parse(forced.stdout)).toEqual({ path: file(), scope: "local", warnings: [] });
     expect(readFileSync(file(), "utf8")).toBe(k.changed);
     // Back to the first version for the tests below.
     expect((await p.pu(k.noun, "create", k.name, "--file", source, "--force")).code).toBe(0);

@@ -50,7 +50,8 @@ describe("pu trigger assign / log", () => {
     expect(log.code).toBe(0);
     const lines = log.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\S+Z {2}check step 1 {2}failed \(exit 3\) {2}\d+(ms|\.\ds)$/);
-    expect(lines[1]).toBe("  $ echo checking the build; exit 3");
+    // The variable reaches the gate as an environment variable, never as shell text.
+    expect(lines[1]).toBe('  $ echo checking "${PU_VAR_WHAT}"; exit 3');
     expect(lines[2]).toBe("  | checking the build");
 
     const json = JSON.parse((await p.pu("trigger", "log", agentId, "--json")).stdout) as { runs: unknown[] };
@@ -80,7 +81,7 @@ describe("pu trigger assign / log", () => {
     const hook = "on: pre_commit\nsequence:\n  - gate: { run: 'true' }\n";
     expect((await p.run(["trigger", "create", "hooked", "-"], { input: hook })).code).toBe(0);
     const r = await p.pu("trigger", "assign", agentId, "hooked");
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/only agent_idle triggers can be bound to an agent/);
   });
 
