@@ -25,11 +25,16 @@ function controlCharacterProblem(name: string): string | undefined {
   return `contains the control character ${escapeControlCharacters(match[0])} at position ${match.index + 1}`;
 }
 
+/** INVALID_ARGUMENT naming the first control character in a name given as text. */
+export function refuseControlCharacters(what: string, raw: string): string {
+  const control = controlCharacterProblem(raw);
+  if (control) throw new PuError("INVALID_ARGUMENT", `${what} '${escapeControlCharacters(raw)}' ${control}; names are printable text`);
+  return raw;
+}
+
 /** Agent names are free text, but one line of printable characters, short enough for a status table. */
 export function validateAgentName(raw: string): string {
-  const name = raw.trim();
-  const control = controlCharacterProblem(name);
-  if (control) throw new PuError("INVALID_ARGUMENT", `agent name '${escapeControlCharacters(raw)}' ${control}; names are printable text`);
+  const name = refuseControlCharacters("agent name", raw).trim();
   if (name === "" || name.length > 64) {
     throw new PuError("INVALID_ARGUMENT", `agent name must be 1 to 64 characters, got '${raw}'`);
   }

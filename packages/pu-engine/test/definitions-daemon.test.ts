@@ -21,7 +21,7 @@ describe("definition requests", () => {
     const projectRoot = repo.root;
 
     const saved = await client.request("definition_save", { projectRoot, kind: "trigger", name: "review", content: TRIGGER });
-    expect(saved).toEqual({ path: path.join(projectRoot, ".pu", "triggers", "review.yaml"), scope: "local" });
+    expect(saved).toEqual({ path: path.join(projectRoot, ".pu", "triggers", "review.yaml"), scope: "local", warnings: [] });
     expect(readFileSync(saved.path, "utf8")).toBe(TRIGGER);
 
     await expect(client.request("definition_save", { projectRoot, kind: "trigger", name: "review", content: TRIGGER })).rejects.toMatchObject({

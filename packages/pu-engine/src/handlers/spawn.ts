@@ -5,7 +5,7 @@ import { checkPromptText } from "@pu/core/prompt-text";
 import { agentTypeTrustItem } from "@pu/core/trust";
 import { newAgentId, newSessionId, newWorktreeId } from "@pu/core/ids";
 import type { AgentEntry, Manifest, WorktreeEntry } from "@pu/core/manifest";
-import { normalizeWorktreeName, validateAgentName } from "@pu/core/names";
+import { normalizeWorktreeName, refuseControlCharacters, validateAgentName } from "@pu/core/names";
 import { worktreesDir } from "@pu/core/paths";
 import type { RequestOf, SpawnResult } from "@pu/ipc/protocol";
 import { buildEnv, buildLaunch, deliverPrompt, type Launch } from "../agent-launch.js";
@@ -87,7 +87,7 @@ function place(m: Manifest, root: string, req: RequestOf<"spawn">, agentType: st
   }
   const base =
     // Checked as text first: normalizing would quietly drop control characters a name must not have.
-    (req.name !== undefined ? normalizeWorktreeName(validateAgentName(req.name)) : undefined) ??
+    (req.name !== undefined ? normalizeWorktreeName(refuseControlCharacters("worktree name", req.name)) : undefined) ??
     (req.prompt ? nameFromPrompt(req.prompt) : undefined) ??
     normalizeWorktreeName(agentType);
   const worktreeId = newWorktreeId();
