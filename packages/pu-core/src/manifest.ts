@@ -85,6 +85,8 @@ export const WorktreeEntrySchema = z.looseObject({
   agents: z.record(z.string(), AgentEntrySchema),
   createdAt: IsoDateTime,
   mergedAt: optional(IsoDateTime),
+  /** Why the last merge failed or was rolled back (a conflict names its files). */
+  error: optional(z.string()),
 });
 export type WorktreeEntry = z.infer<typeof WorktreeEntrySchema>;
 

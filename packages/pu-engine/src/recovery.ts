@@ -7,8 +7,9 @@ import { isAlive as isAliveStatus } from "@pu/core/status";
 import { loadConfig, resolveAgentType } from "@pu/core/config";
 import { isSameProcess, terminateProcessGroup } from "./process-info.js";
 import { nowIso, type EngineState } from "./state.js";
+import { installWorktreeHooks } from "./git-hooks.js";
 import { findStrayAgents } from "./stray-agents.js";
-import { listGitWorktrees } from "./worktrees.js";
+import { currentBranch, listGitWorktrees, settleInterruptedMerge } from "./worktrees.js";
 
 export const LOST_ERROR = "lost: the daemon stopped while it was running";
 
@@ -86,6 +87,8 @@ async function adoptUnrecordedWorktrees(state: EngineState, root: string, manife
   const candidates = names.filter((id) => !known.has(id) && !known.has(path.join(dir, id)));
   if (candidates.length === 0) return;
   const registered = new Map((await listGitWorktrees(root)).map((wt) => [path.resolve(wt.path), wt.branch]));
+  // The spawn that made it would have started it from the checked-out branch; merges need one.
+  const baseBranch = (await currentBranch(root)) ?? undefined;
   const adopted: WorktreeEntry[] = [];
   for (const id of candidates) {
     const wtPath = path.join(dir, id);
@@ -100,21 +103,53 @@ async function adoptUnrecordedWorktrees(state: EngineState, root: string, manife
       name: branch.slice("pu/".length),
       path: wtPath,
       branch,
+      ...(baseBranch ? { baseBranch } : {}),
       status: "active",
       agents: {},
       createdAt: statSync(wtPath).mtime.toISOString(),
     });
   }
   if (adopted.length === 0) return;
+  // A crash can come before the hooks went in: without them its pre_commit gates would not run.
+  for (const wt of adopted) {
+    for (const note of await installWorktreeHooks(state, root, wt.path)) state.log.event("recovery_hooks_note", { projectRoot: root, worktreeId: wt.id, note });
+  }
   await state.store.update(root, (m) => {
     for (const wt of adopted) m.worktrees[wt.id] ??= wt;
   });
   state.log.event("recovery_adopted_worktrees", { projectRoot: root, worktrees: adopted.map((wt) => wt.id) });
 }
 
+/** Worktrees a dead daemon left `merging`: merged if the base holds the work, else rolled back to active. */
+async function settleMerges(state: EngineState, root: string, manifest: Manifest): Promise<void> {
+  const merging = Object.values(manifest.worktrees).filter((wt) => wt.status === "merging");
+  if (merging.length === 0) return;
+  const fallbackBase = await currentBranch(root);
+  for (const wt of merging) {
+    const baseBranch = wt.baseBranch ?? fallbackBase;
+    const outcome = baseBranch
+      ? await settleInterruptedMerge({ projectRoot: root, branch: wt.branch, baseBranch, worktreesDir: worktreesDir(root) })
+      : ({ settled: "rolled_back", aborted: false } as const);
+    await state.store.update(root, (m) => {
+      const entry = m.worktrees[wt.id];
+      if (!entry || entry.status !== "merging") return;
+      if (outcome.settled === "merged") {
+        entry.status = "merged";
+        entry.mergedAt ??= nowIso();
+        delete entry.error;
+      } else {
+        entry.status = "active";
+        entry.error = `the daemon stopped during a merge into ${baseBranch ?? "its base"}; nothing was merged${outcome.aborted ? " (the half-done merge was aborted)" : ""}; run pu merge again`;
+      }
+    });
+    state.log.event("recovery_merge_settled", { projectRoot: root, worktreeId: wt.id, ...outcome });
+  }
+}
+
 async function recoverProject(state: EngineState, root: string): Promise<void> {
   // Read first: a project with nothing to reconcile is not rewritten.
   const manifest = await state.store.read(root);
+  await settleMerges(state, root, manifest);
   await adoptUnrecordedWorktrees(state, root, manifest);
   const stale = listAgents(manifest).filter(({ agent }) => isAliveStatus(agent.status) && !agent.suspended);
   if (stale.length === 0) return;

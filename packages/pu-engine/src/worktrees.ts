@@ -655,6 +655,44 @@ async function uncommittedFiles(
   return withStatus ? files : files.map(({ file }) => file);
 }
 
+// ---------------------------------------------------------------------------
+// A merge the daemon did not live to finish
+
+export type InterruptedMergeOutcome =
+  /** The base already holds the branch's work: the merge got far enough. */
+  | { settled: "merged"; commit: string }
+  /** Nothing landed; a half-done merge of this branch in the base's checkout was aborted. */
+  | { settled: "rolled_back"; aborted: boolean };
+
+/**
+ * Settles a worktree left `merging` by a daemon that died mid-merge. Only a half-done merge
+ * of this very branch (MERGE_HEAD at its head) is aborted; anything else in the checkout is
+ * the user's and stays. Temporary merge worktrees pu made are removed.
+ */
+export function settleInterruptedMerge(options: { projectRoot: string; branch: string; baseBranch: string; worktreesDir: string }): Promise<InterruptedMergeOutcome> {
+  return withRepoLock(options.projectRoot, async () => {
+    const { projectRoot, branch, baseBranch } = options;
+    for (const wt of await listGitWorktreesLocked(projectRoot)) {
+      if (path.dirname(path.resolve(wt.path)) === path.resolve(options.worktreesDir) && /^merge-[0-9a-f]{8}$/.test(path.basename(wt.path))) {
+        await gitProbe(projectRoot, ["worktree", "remove", "--force", wt.path]);
+      }
+    }
+    await gitProbe(projectRoot, ["worktree", "prune"]);
+    const branchCommit = await revParse(projectRoot, `refs/heads/${branch}`);
+    const baseCommit = await revParse(projectRoot, `refs/heads/${baseBranch}`);
+    const checkout = await findCheckout(projectRoot, baseBranch);
+    let aborted = false;
+    if (checkout && branchCommit) {
+      const mergeHead = (await gitProbe(checkout, ["rev-parse", "--verify", "--quiet", "MERGE_HEAD"])).stdout.trim();
+      if (mergeHead === branchCommit) aborted = (await gitProbe(checkout, ["merge", "--abort"])).ok;
+    }
+    if (branchCommit && baseCommit && ((await isAncestor(projectRoot, branchCommit, baseCommit)) || (await mergeChangesNothing(projectRoot, baseCommit, branchCommit)))) {
+      return { settled: "merged", commit: baseCommit };
+    }
+    return { settled: "rolled_back", aborted };
+  });
+}
+
 export interface GitWorktree {
   path: string;
   /** Short branch name; null for a detached checkout. */

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseManifest } from "@pu/core/manifest";
 import {
@@ -98,7 +98,9 @@ describe("recovery after a daemon crash", () => {
 
     const second = await startTestDaemon(daemon.home);
     const adopted = readManifest(repo.root).worktrees["wt-orphan01"];
-    expect(adopted).toMatchObject({ id: "wt-orphan01", name: "half-done", branch: "pu/half-done", path: orphan, status: "active", agents: {} });
+    expect(adopted).toMatchObject({ id: "wt-orphan01", name: "half-done", branch: "pu/half-done", baseBranch: "main", path: orphan, status: "active", agents: {} });
+    // Its pre_commit/pre_push gates are enforced like in any pu worktree.
+    expect(repo.git(["config", "--worktree", "--get", "core.hooksPath"], orphan)).toContain(path.join(".pu"));
     expect(readManifest(repo.root).worktrees["wt-stray001"]).toBeUndefined();
     expect(existsSync(stray)).toBe(true);
 
@@ -108,5 +110,41 @@ describe("recovery after a daemon crash", () => {
     expect(cleaned.cleaned[0]).toMatchObject({ worktreeId: "wt-orphan01", removedPath: true, deletedBranch: true });
     expect(existsSync(orphan)).toBe(false);
     expect(repo.git(["branch", "--list", "pu/half-done"])).toBe("");
+  });
+  it("settles a merge the daemon died in: rolled back (half-done merge aborted) or, if the base has the work, merged", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const spawnWithCommit = async (name: string) => {
+      const s = await client.request("spawn", { projectRoot: repo.root, name, command: "sleep 60" });
+      trackAgentPid(s.agent.pid);
+      repo.commit({ [`${name}.txt`]: `${name}\n` }, `${name} work`, s.worktreePath);
+      return s;
+    };
+    const half = await spawnWithCommit("half");
+    const landed = await spawnWithCommit("landed");
+    const mainBefore = repo.head();
+    // What the crash left: a merge of pu/half begun in the main checkout, pu/landed merged but not recorded.
+    repo.git(["merge", "--no-ff", "--no-commit", "pu/half"]);
+    await daemon.crash();
+    repo.git(["merge", "--abort"]);
+    repo.git(["merge", "--no-ff", "-q", "-m", "landed", "pu/landed"]);
+    const mainWithLanded = repo.head();
+    repo.git(["merge", "--no-ff", "--no-commit", "pu/half"]);
+    expect(existsSync(path.join(repo.root, ".git", "MERGE_HEAD"))).toBe(true);
+    const file = path.join(repo.root, ".pu", "manifest.json");
+    const m = JSON.parse(readFileSync(file, "utf8")) as { worktrees: Record<string, { status: string }> };
+    m.worktrees[half.worktreeId ?? ""]!.status = "merging";
+    m.worktrees[landed.worktreeId ?? ""]!.status = "merging";
+    writeFileSync(file, JSON.stringify(m, null, 2));
+
+    await startTestDaemon(daemon.home);
+    const after = readManifest(repo.root).worktrees;
+    expect(after[half.worktreeId ?? ""]).toMatchObject({ status: "active", error: expect.stringContaining("nothing was merged (the half-done merge was aborted)") });
+    expect(after[landed.worktreeId ?? ""]).toMatchObject({ status: "merged", mergedAt: expect.any(String) });
+    expect(existsSync(path.join(repo.root, ".git", "MERGE_HEAD"))).toBe(false);
+    expect(repo.head()).toBe(mainWithLanded);
+    expect(repo.head()).not.toBe(mainBefore);
+    expect(repo.git(["status", "--porcelain", "--untracked-files=no"])).toBe("");
   });
 });
