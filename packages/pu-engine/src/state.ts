@@ -195,9 +195,34 @@ export function dropSession(state: EngineState, agentId: string): void {
  */
 async function recordExit(state: EngineState, live: LiveAgent, exitCode: number): Promise<void> {
   await live.entryWritten;
+  state.log.event("exit", { projectRoot: live.projectRoot, agentId: live.agentId, exitCode, intent: live.stopIntent ?? "natural" });
+  if (await writeExit(state, live, exitCode)) return;
+  // The disk may come back (read-only remount undone, space freed): keep trying, more and
+  // more slowly, so the manifest stops calling a dead process alive without a restart.
+  // Live status meanwhile comes from the process itself (see status-watch).
+  let delayMs = EXIT_RECORD_RETRY_FIRST_MS;
+  const retry = () => {
+    if (state.stopping || state.sessions.get(live.agentId) !== live) return;
+    void writeExit(state, live, exitCode).then((written) => {
+      if (written) {
+        live.exitRecordError = undefined;
+        state.log.event("exit_recorded_on_retry", { projectRoot: live.projectRoot, agentId: live.agentId });
+        return;
+      }
+      delayMs = Math.min(delayMs * 2, EXIT_RECORD_RETRY_MAX_MS);
+      setTimeout(retry, delayMs).unref();
+    });
+  };
+  setTimeout(retry, delayMs).unref();
+}
+
+const EXIT_RECORD_RETRY_FIRST_MS = 1000;
+const EXIT_RECORD_RETRY_MAX_MS = 60_000;
+
+/** One attempt at writing an exit; false (with `exitRecordError` set) when the manifest cannot be written. */
+async function writeExit(state: EngineState, live: LiveAgent, exitCode: number): Promise<boolean> {
   const intent = live.stopIntent;
   const suspended = intent === "suspend" || intent === "shutdown";
-  state.log.event("exit", { projectRoot: live.projectRoot, agentId: live.agentId, exitCode, intent: intent ?? "natural" });
   try {
     await state.updateManifest(live.projectRoot, (m) => {
       const found = findAgent(m, live.agentId);
@@ -223,7 +248,9 @@ async function recordExit(state: EngineState, live: LiveAgent, exitCode: number)
   } catch (err) {
     live.exitRecordError = err;
     state.log.event("exit_record_failed", { projectRoot: live.projectRoot, agentId: live.agentId, error: err });
+    return false;
   }
+  return true;
 }
 
 /** Which known project's manifest holds `agentId` (for requests that carry no projectRoot). */

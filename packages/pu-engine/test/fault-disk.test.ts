@@ -119,4 +119,25 @@ describe("manifest directory faults", () => {
     fillUp(puDir);
     await expectWritesRefused(s);
   });
+  it("an exit that could not be written reads broken from the process, and reaches the manifest once the disk is writable again", async (ctx) => {
+    if (unavailable) ctx.skip();
+    const s = await setUp();
+    mountReadOnly(path.join(s.repo.root, ".pu"));
+    expect((await failure(s.client.request("kill", { projectRoot: s.repo.root, target: s.agentId }))).code).toBe("IO_ERROR");
+    // Asked again, it says the agent already exited; neither request makes it look alive.
+    const again = await s.client.request("kill", { projectRoot: s.repo.root, target: s.agentId });
+    expect(again.skipped).toEqual([{ agentId: s.agentId, reason: expect.stringContaining("already exited") }]);
+    const status = await s.client.request("status", { projectRoot: s.repo.root });
+    expect(status.agents[s.agentId]).toMatchObject({ status: "broken", storedStatus: "streaming", live: false });
+
+    unmountAll();
+    await waitFor(
+      "the exit to be written on a retry",
+      () => {
+        const entry = (JSON.parse(readFileSync(s.manifestFile, "utf8")) as { agents: Record<string, { status: string; exitCode?: number }> }).agents[s.agentId];
+        return entry?.status === "broken" && typeof entry.exitCode === "number";
+      },
+      20_000,
+    );
+  });
 });

@@ -62,8 +62,9 @@ export async function handleKill(state: EngineState, req: RequestOf<"kill">): Pr
       skipped.push({ agentId: agent.id, reason: agent.suspended ? "suspended (not running)" : "not running" });
     } else if (live.session.exitCode !== null) {
       skipped.push({ agentId: agent.id, reason: `already exited (code ${live.session.exitCode})` });
-      // Killed again: the output of a process that is long gone is let go.
-      dropSession(state, agent.id);
+      // Killed again: the output of a process that is long gone is let go, once its exit is
+      // in the manifest (until then the session is what knows it exited, and retries the write).
+      if (live.exitRecordError === undefined) dropSession(state, agent.id);
     } else {
       toStop.push(live);
     }
