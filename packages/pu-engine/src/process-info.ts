@@ -140,6 +140,36 @@ export async function terminateProcessGroup(
   return "killed";
 }
 
+/** Stops one process that is not our child and leads no group: SIGTERM, up to `graceMs`, then SIGKILL. */
+export async function terminateProcess(pid: number, { graceMs = 5000 }: { graceMs?: number } = {}): Promise<"exited" | "killed" | "gone"> {
+  const signal = (s: NodeJS.Signals) => {
+    try {
+      process.kill(pid, s);
+      return true;
+    } catch {
+      return false; // already gone
+    }
+  };
+  if (!signal("SIGTERM")) return "gone";
+  const deadline = Date.now() + graceMs;
+  while (Date.now() < deadline) {
+    if (!isRunning(pid)) return "exited";
+    await sleep(50);
+  }
+  signal("SIGKILL");
+  return "killed";
+}
+
+/** Alive and not a zombie (a zombie waits for its parent to collect it; it runs nothing). */
+function isRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return false;
+  }
+}
+
 function errnoOf(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | null)?.code;
 }

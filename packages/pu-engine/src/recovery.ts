@@ -5,7 +5,7 @@ import { listAgents, type AgentEntry, type Manifest, type WorktreeEntry } from "
 import { worktreesDir } from "@pu/core/paths";
 import { isAlive as isAliveStatus } from "@pu/core/status";
 import { loadConfig, resolveAgentType } from "@pu/core/config";
-import { isSameProcess, terminateProcessGroup } from "./process-info.js";
+import { isSameProcess, terminateProcess, terminateProcessGroup } from "./process-info.js";
 import { nowIso, type EngineState } from "./state.js";
 import { installWorktreeHooks } from "./git-hooks.js";
 import { findStrayAgents } from "./stray-agents.js";
@@ -65,7 +65,12 @@ async function stopStrayAgents(state: EngineState): Promise<void> {
   const strays = findStrayAgents(state.home);
   if (strays.length === 0) return;
   const stopped = await Promise.all(
-    strays.map(async ({ pid, agentId }) => ({ pid, agentId, outcome: await terminateProcessGroup(pid, { graceMs: ORPHAN_GRACE_MS }) })),
+    strays.map(async ({ pid, agentId, leader }) => ({
+      pid,
+      agentId,
+      leader,
+      outcome: leader ? await terminateProcessGroup(pid, { graceMs: ORPHAN_GRACE_MS }) : await terminateProcess(pid, { graceMs: ORPHAN_GRACE_MS }),
+    })),
   );
   state.log.event("recovery_strays_stopped", { strays: stopped });
 }

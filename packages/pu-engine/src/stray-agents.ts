@@ -10,6 +10,8 @@ import { isAgentId } from "@pu/core/ids";
 export interface StrayAgent {
   pid: number;
   agentId: string;
+  /** A PTY's session leader (the agent itself) rather than something it started (`nohup`, a dev server). */
+  leader: boolean;
 }
 
 /** ppid and session id from /proc/<pid>/stat (fields 4 and 6, counted after the last ')'). */
@@ -25,9 +27,10 @@ function parentAndSession(pid: number): { ppid: number; session: number; zombie:
 }
 
 /**
- * Living agent PTY processes (session leaders: node-pty calls setsid) that were
- * started for the daemon owning `home` and are not this process's own children.
- * Only one daemon may own a home, so while it starts up every such process is an orphan.
+ * Living processes started for the daemon owning `home`: agents (session leaders: node-pty
+ * calls setsid) and whatever they started that outlived them (a `nohup` child, a dev server:
+ * they inherit the agent's environment), less this process's own children. Only one daemon
+ * may own a home, so while it starts up every such process is an orphan.
  */
 export function findStrayAgents(home: string): StrayAgent[] {
   let entries: string[];
@@ -42,7 +45,7 @@ export function findStrayAgents(home: string): StrayAgent[] {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
     const stat = parentAndSession(pid);
-    if (!stat || stat.zombie || stat.session !== pid || stat.ppid === process.pid) continue;
+    if (!stat || stat.zombie || stat.ppid === process.pid) continue;
     let environ: string[];
     try {
       environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
@@ -51,7 +54,7 @@ export function findStrayAgents(home: string): StrayAgent[] {
     }
     if (!environ.includes(homeVar)) continue;
     const agentId = environ.find((v) => v.startsWith("PU_AGENT_ID="))?.slice("PU_AGENT_ID=".length);
-    if (agentId !== undefined && isAgentId(agentId)) strays.push({ pid, agentId });
+    if (agentId !== undefined && isAgentId(agentId)) strays.push({ pid, agentId, leader: stat.session === pid });
   }
   return strays;
 }

@@ -147,4 +147,25 @@ describe("recovery after a daemon crash", () => {
     expect(repo.head()).not.toBe(mainBefore);
     expect(repo.git(["status", "--porcelain", "--untracked-files=no"])).toBe("");
   });
+  it("stops what an agent started in the background (a nohup child) when its daemon was SIGKILLed", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const spawned = await client.request("spawn", {
+      projectRoot: repo.root,
+      root: true,
+      command: "nohup sleep 300 >/dev/null 2>&1 & echo $! > child.pid; echo started; exec sleep 300",
+    });
+    trackAgentPid(spawned.agent.pid);
+    const childPidFile = path.join(repo.root, "child.pid");
+    const child = await waitFor("the background child's pid", () => (existsSync(childPidFile) ? Number(readFileSync(childPidFile, "utf8")) || undefined : undefined));
+    trackAgentPid(child);
+    await daemon.crash();
+    // The PTY's hangup takes the agent; the nohup child ignores it and lives on.
+    await waitFor("the agent itself to go", () => !isProcessAlive(spawned.agent.pid ?? -1), 10_000);
+    expect(isProcessAlive(child)).toBe(true);
+
+    await startTestDaemon(daemon.home);
+    await waitFor("recovery to stop the background child", () => !isProcessAlive(child), 15_000);
+  });
 });
