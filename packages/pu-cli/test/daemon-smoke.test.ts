@@ -226,12 +226,20 @@ describe("pu against a real daemon", () => {
 
 describe("when the daemon cannot be used", () => {
   it("a daemon that never comes up: exit 4 naming the log", async () => {
-    // Longer than a Unix socket path may be, so the daemon cannot listen.
-    const home = path.join(tempDir("pu-cli-long-"), "h".repeat(120));
-    homes.push(home);
+    // A directory where the socket goes: the daemon cannot clear it, so it never listens.
+    const home = tempDir("pu-cli-nosock-");
+    mkdirSync(path.join(home, "daemon.sock"));
     const r = await runPu(["health"], { cwd: tmpdir(), env: { PU_HOME: home } });
     expect(r.code).toBe(4);
     expect(r.stderr.trimEnd()).toBe(`pu: pu daemon did not start within 5s; see ${path.join(home, "daemon.log")}`);
+  });
+
+  it("a PU_HOME too long for a Unix socket: exit 1 at once, naming the limit, no daemon started", async () => {
+    const home = path.join(tempDir("pu-cli-long-"), "h".repeat(120));
+    homes.push(home);
+    const r = await runPu(["health"], { cwd: tmpdir(), env: { PU_HOME: home } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^pu: the pu daemon's socket path .* is \d+ bytes, over this system's limit of \d+ for a Unix socket; set PU_HOME to a shorter directory\n$/);
   });
 
   it("a daemon speaking another protocol: exit 4 with the fix", async () => {
