@@ -140,9 +140,16 @@ export async function terminateProcessGroup(
   return "killed";
 }
 
-/** Stops one process that is not our child and leads no group: SIGTERM, up to `graceMs`, then SIGKILL. */
+/**
+ * Stops one process that is not our child and leads no group: SIGTERM, up to `graceMs`, then
+ * SIGKILL. Each signal goes only while the pid still names the process first seen (its start
+ * time), so a pid reused meanwhile is never hit.
+ */
 export async function terminateProcess(pid: number, { graceMs = 5000 }: { graceMs?: number } = {}): Promise<"exited" | "killed" | "gone"> {
+  const startTime = processStartTime(pid);
+  if (startTime === null) return "gone";
   const signal = (s: NodeJS.Signals) => {
+    if (!isSameProcess(pid, startTime)) return false;
     try {
       process.kill(pid, s);
       return true;
@@ -153,11 +160,10 @@ export async function terminateProcess(pid: number, { graceMs = 5000 }: { graceM
   if (!signal("SIGTERM")) return "gone";
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
-    if (!isRunning(pid)) return "exited";
+    if (!isRunning(pid) || !isSameProcess(pid, startTime)) return "exited";
     await sleep(50);
   }
-  signal("SIGKILL");
-  return "killed";
+  return signal("SIGKILL") ? "killed" : "exited";
 }
 
 /** Alive and not a zombie (a zombie waits for its parent to collect it; it runs nothing). */
