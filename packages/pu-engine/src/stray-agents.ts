@@ -26,6 +26,14 @@ function parentAndSession(pid: number): { ppid: number; session: number; zombie:
   return { ppid: Number(fields[1]), session: Number(fields[3]), zombie: fields[0] === "Z" };
 }
 
+function ancestorsOf(pid: number): Set<number> {
+  const found = new Set<number>();
+  for (let at = parentAndSession(pid)?.ppid; at !== undefined && at > 1 && !found.has(at); at = parentAndSession(at)?.ppid) {
+    found.add(at);
+  }
+  return found;
+}
+
 /**
  * Living processes started for the daemon owning `home`: agents (session leaders: node-pty
  * calls setsid) and whatever they started that outlived them (a `nohup` child, a dev server:
@@ -40,10 +48,13 @@ export function findStrayAgents(home: string): StrayAgent[] {
     return [];
   }
   const homeVar = `PU_HOME=${home}`;
+  // A `pu` run inside an agent that found no daemon started this one: it and whatever ran
+  // it carry the agent's environment, but they are waiting for us, not orphans.
+  const ancestors = ancestorsOf(process.pid);
   const strays: StrayAgent[] = [];
   for (const entry of entries) {
     const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid) continue;
+    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid || ancestors.has(pid)) continue;
     const stat = parentAndSession(pid);
     if (!stat || stat.zombie || stat.ppid === process.pid) continue;
     let environ: string[];

@@ -1,11 +1,16 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseManifest } from "@pu/core/manifest";
+import { spawn } from "node:child_process";
+import { connectClient } from "@pu/ipc/client";
 import {
   cleanupAll,
+  DAEMON_BIN,
+  daemonEnv,
   FAKE_AGENT_COMMAND,
   isProcessAlive,
   makeProject,
+  makeTempHome,
   manifestAgent,
   readManifest,
   startTestDaemon,
@@ -167,5 +172,26 @@ describe("recovery after a daemon crash", () => {
 
     await startTestDaemon(daemon.home);
     await waitFor("recovery to stop the background child", () => !isProcessAlive(child), 15_000);
+  });
+  it("never stops the pu that started it from inside an agent, though it carries that agent's environment", async () => {
+    const home = makeTempHome();
+    // What `pu spawn` typed in an agent's shell does when no daemon runs: start one and wait for it.
+    const script = `const { spawn } = require("node:child_process");
+      const d = spawn(process.execPath, [${JSON.stringify(DAEMON_BIN)}, "--home", ${JSON.stringify(home)}], { stdio: "ignore" });
+      console.log(d.pid); setInterval(() => {}, 1000);`;
+    const parent = spawn(process.execPath, ["-e", script], { env: { ...daemonEnv(home), PU_AGENT_ID: "ag-parent01" }, stdio: ["ignore", "pipe", "ignore"] });
+    trackAgentPid(parent.pid);
+    let out = "";
+    parent.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    const daemonPid = await waitFor("the daemon's pid", () => Number(out.trim()) || undefined);
+    trackAgentPid(daemonPid);
+    const client = await waitFor("the daemon to answer", () =>
+      connectClient({ socketPath: path.join(home, "daemon.sock"), clientName: "t", timeoutMs: 2000 }).catch(() => undefined),
+    );
+    expect(isProcessAlive(parent.pid ?? -1)).toBe(true);
+    await client.request("shutdown", {});
+    client.close();
+    await waitFor("the daemon to stop", () => !isProcessAlive(daemonPid));
+    parent.kill("SIGKILL");
   });
 });
