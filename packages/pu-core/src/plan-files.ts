@@ -8,7 +8,8 @@
 // - what role agents write (proposed/*.json, hints.json, the verifier's verdict):
 //   INVALID_ARGUMENT, with every problem listed so it can be typed back to the agent.
 import { z } from "zod";
-import { PuError, type ErrorCode } from "./errors.js";
+import { PuError } from "./errors.js";
+import { parseJsonText, parseJsonValue } from "./json-state.js";
 import { isExplorerId, isPlanSessionId, isTaskId, OVERVIEW_EXPLORER_ID } from "./plan-layout.js";
 
 export const SESSION_VERSION = "5.0";
@@ -125,11 +126,11 @@ export function newSession({ sessionId, goal, options = {}, now = new Date() }: 
     cancelled_at: null,
   };
   // Validate what callers passed (a negative max_workers, a bad id) before it is ever written.
-  return parseValue(SessionSchema, session, "new session", "INVALID_ARGUMENT");
+  return parseJsonValue(SessionSchema, session, "new session", "INVALID_ARGUMENT");
 }
 
 export function parseSession(text: string, filePath: string): Session {
-  return parseText(SessionSchema, text, filePath, "INVALID_STATE");
+  return parseJsonText(SessionSchema, text, filePath, "INVALID_STATE");
 }
 
 export function serializeSession(session: Session): string {
@@ -245,7 +246,7 @@ export function newContext(): Context {
 }
 
 export function parseContext(text: string, filePath: string): Context {
-  return parseText(ContextSchema, text, filePath, "INVALID_STATE");
+  return parseJsonText(ContextSchema, text, filePath, "INVALID_STATE");
 }
 
 export function serializeContext(context: Context): string {
@@ -305,12 +306,12 @@ export const TaskProposalSchema = z
 export type TaskProposal = z.infer<typeof TaskProposalSchema>;
 
 export function parseTask(text: string, filePath: string): Task {
-  return parseText(TaskSchema, text, filePath, "INVALID_STATE", otherBlockedBySpellings);
+  return parseJsonText(TaskSchema, text, filePath, "INVALID_STATE", otherBlockedBySpellings);
 }
 
 /** Parses one proposal file; throws INVALID_ARGUMENT listing every problem. */
 export function parseTaskProposal(text: string, filePath: string): Task {
-  return parseText(TaskProposalSchema, text, filePath, "INVALID_ARGUMENT", otherBlockedBySpellings);
+  return parseJsonText(TaskProposalSchema, text, filePath, "INVALID_ARGUMENT", otherBlockedBySpellings);
 }
 
 export function serializeTask(task: Task): string {
@@ -335,7 +336,7 @@ export const ExplorerHintsSchema = z.array(ExplorerHintSchema).superRefine((hint
 
 /** `exploration/hints.json`: `[{id, hint}]`. */
 export function parseExplorerHints(text: string, filePath: string): ExplorerHint[] {
-  return parseText(ExplorerHintsSchema, text, filePath, "INVALID_ARGUMENT");
+  return parseJsonText(ExplorerHintsSchema, text, filePath, "INVALID_ARGUMENT");
 }
 
 export const VerifierFailureSchema = z.looseObject({ task: NonEmpty, reason: NonEmpty });
@@ -355,7 +356,7 @@ export type VerifierVerdict = z.infer<typeof VerifierVerdictSchema>;
 
 /** The verifier's `$PU_OUTPUT_FILE`: `{passed, failures: [{task, reason}]}`. */
 export function parseVerifierVerdict(text: string, filePath: string): VerifierVerdict {
-  return parseText(VerifierVerdictSchema, text, filePath, "INVALID_ARGUMENT");
+  return parseJsonText(VerifierVerdictSchema, text, filePath, "INVALID_ARGUMENT");
 }
 
 // ---- shared -------------------------------------------------------------------
@@ -363,55 +364,6 @@ export function parseVerifierVerdict(text: string, filePath: string): VerifierVe
 type Plain = Record<string, unknown>;
 
 /** `extraProblems` adds checks that must be reported even when the schema fails too. */
-function parseText<T extends z.ZodType>(
-  schema: T,
-  text: string,
-  filePath: string,
-  code: ErrorCode,
-  extraProblems: (raw: unknown) => string[] = () => [],
-): z.output<T> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (error) {
-    const detail = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, " ");
-    throw new PuError(code, `${filePath}: not valid JSON (${detail})`, { cause: error });
-  }
-  return parseValue(schema, raw, filePath, code, extraProblems(raw));
-}
-
-function parseValue<T extends z.ZodType>(
-  schema: T,
-  raw: unknown,
-  filePath: string,
-  code: ErrorCode,
-  extraProblems: string[] = [],
-): z.output<T> {
-  const result = schema.safeParse(raw);
-  const problems = [...extraProblems, ...(result.success ? [] : [describeIssues(result.error)])];
-  if (problems.length > 0) {
-    throw new PuError(code, `${filePath}: ${problems.join("; ")}`, { cause: result.success ? undefined : result.error });
-  }
-  return result.data as z.output<T>;
-}
-
-/** Every issue as `field.path: message`, joined by "; ". */
-export function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => {
-      const message =
-        issue.code === "invalid_type" && issue.message.endsWith("received undefined") ? "is required" : issue.message;
-      const field = fieldPath(issue.path);
-      return field ? `${field}: ${message}` : message;
-    })
-    .join("; ");
-}
-
-/** `["evidence_log", 0, "type"]` → `evidence_log[0].type` */
-function fieldPath(path: readonly PropertyKey[]): string {
-  return path.map((part, i) => (typeof part === "number" ? `[${part}]` : `${i === 0 ? "" : "."}${String(part)}`)).join("");
-}
-
 /** Known keys in schema order (nulls kept: the seed writes `approved_at: null`), then unknown keys as they were. */
 function orderKeys(source: Plain, knownKeys: readonly string[], nested: Record<string, (value: unknown) => unknown> = {}): Plain {
   const out: Plain = {};
