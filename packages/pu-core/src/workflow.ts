@@ -1,0 +1,83 @@
+// A ticket type's workflow (`.pu/workflows/<TYPE>.yaml`): the steps an agent works a ticket
+// through. Each step is one turn; a step may name its own agent, require an artifact, pass a
+// gate (as trigger gates do), wait for a review, or fan out to a multi-agent group.
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { TriggerGateSchema } from "./definitions.js";
+import { PuError } from "./errors.js";
+
+export const REVIEW_KINDS = ["plan", "visual", "pr"] as const;
+export const GROUP_STEP_TYPES = ["multi_model", "multi_prompt", "matrixed"] as const;
+
+export const WorkflowStepSchema = z.object({
+  name: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, "must be a short lower-case name (plan, implement, test…)"),
+  /** A template: {{TICKET_ID}}, {{TITLE}}, {{DESCRIPTION}}, {{STEP}}, {{OUTPUT_FILE}} and the ticket's vars. */
+  prompt: z.string().min(1),
+  agent: z.string().min(1).optional(),
+  model: z.string().min(1).optional(),
+  /** A path (relative to the worktree) that must exist when the step is done. */
+  artifact: z.string().min(1).optional(),
+  gate: TriggerGateSchema.optional(),
+  max_retries: z.number().int().min(0).max(20).default(2),
+  review: z.enum(REVIEW_KINDS).optional(),
+  timeout_minutes: z.number().positive().optional(),
+  /** A multi-agent step (issue 13): the ticket goes on when the group is done. */
+  type: z.enum(GROUP_STEP_TYPES).optional(),
+  /** A group step whose members may share the ticket's worktree. */
+  read_only: z.boolean().optional(),
+});
+export type WorkflowStep = z.infer<typeof WorkflowStepSchema>;
+
+export const WorkflowSchema = z.object({
+  description: z.string().optional(),
+  launch_mode: z.enum(["default", "yolo"]).default("default"),
+  /** `merge`: the ticket's worktree is merged when its last step is done. */
+  finish: z.enum(["merge"]).optional(),
+  steps: z.array(WorkflowStepSchema).min(1, "a workflow needs at least one step"),
+});
+export type Workflow = z.infer<typeof WorkflowSchema>;
+
+export interface ParsedWorkflow {
+  workflow: Workflow;
+  /** Unknown keys, one line each naming the file and the key (ignored, never fatal). */
+  warnings: string[];
+}
+
+/** CONFIG_ERROR naming the file and the field; unknown keys become warnings. */
+export function parseWorkflow(text: string, path: string): ParsedWorkflow {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new PuError("CONFIG_ERROR", `${path}: not valid YAML (${(error as Error).message.split("\n")[0]})`);
+  }
+  const parsed = WorkflowSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = (issue?.path ?? []).map((p, i) => (typeof p === "number" ? `[${p}]` : `${i === 0 ? "" : "."}${String(p)}`)).join("");
+    throw new PuError("CONFIG_ERROR", `${path}: ${field || "(top level)"}: ${issue?.message ?? "invalid"}`);
+  }
+  const names = parsed.data.steps.map((s) => s.name);
+  const duplicate = names.find((n, i) => names.indexOf(n) !== i);
+  if (duplicate) throw new PuError("CONFIG_ERROR", `${path}: steps: step name "${duplicate}" is used twice`);
+  return { workflow: parsed.data, warnings: unknownKeys(raw, path) };
+}
+
+function unknownKeys(raw: unknown, path: string): string[] {
+  if (raw === null || typeof raw !== "object") return [];
+  const top = Object.keys(raw).filter((k) => !(k in WorkflowSchema.shape)).map((k) => `${path}: unknown key "${k}" ignored`);
+  const steps = (raw as { steps?: unknown }).steps;
+  const inSteps = Array.isArray(steps)
+    ? steps.flatMap((step, i) =>
+        step !== null && typeof step === "object"
+          ? Object.keys(step).filter((k) => !(k in WorkflowStepSchema.shape)).map((k) => `${path}: steps[${i}]: unknown key "${k}" ignored`)
+          : [],
+      )
+    : [];
+  return [...top, ...inSteps];
+}
+
+/** The agent type a step runs with: the step's, else the ticket's, else the project's preferred tool, else its default agent. */
+export function stepAgent(step: Pick<WorkflowStep, "agent">, ticket: { agent?: string | undefined }, preferredTool: string | null | undefined, defaultAgent: string): string {
+  return step.agent ?? ticket.agent ?? preferredTool ?? defaultAgent;
+}

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { isPuError } from "../src/errors.js";
+import { parseWorkflow, stepAgent } from "../src/workflow.js";
+
+const FEAT = `description: A feature, planned, built and tested
+finish: merge
+steps:
+  - name: plan
+    prompt: "Plan {{TICKET_ID}}: {{TITLE}}. Write the plan to {{OUTPUT_FILE}}."
+    artifact: PLAN.md
+    review: plan
+  - name: implement
+    prompt: "Implement the plan for {{TICKET_ID}}."
+    agent: codex
+    gate: { run: "pnpm test" }
+    max_retries: 3
+    timeout_minutes: 30
+  - name: compare
+    prompt: "Try it three ways."
+    type: multi_model
+    read_only: true
+`;
+
+describe("workflows", () => {
+  it("reads the steps with their agent, artifact, gate, review, timeout and group fields", () => {
+    const { workflow, warnings } = parseWorkflow(FEAT, ".pu/workflows/FEAT.yaml");
+    expect(warnings).toEqual([]);
+    expect(workflow).toMatchObject({ launch_mode: "default", finish: "merge" });
+    expect(workflow.steps.map((s) => s.name)).toEqual(["plan", "implement", "compare"]);
+    expect(workflow.steps[0]).toMatchObject({ artifact: "PLAN.md", review: "plan", max_retries: 2 });
+    expect(workflow.steps[1]).toMatchObject({ agent: "codex", gate: { run: "pnpm test", expect_exit: 0 }, max_retries: 3, timeout_minutes: 30 });
+    expect(workflow.steps[2]).toMatchObject({ type: "multi_model", read_only: true });
+  });
+
+  it("names the file and the field of a mistake; unknown keys are warnings", () => {
+    const fail = (text: string) => {
+      try {
+        parseWorkflow(text, "W.yaml");
+      } catch (error) {
+        if (isPuError(error) && error.code === "CONFIG_ERROR") return error.message;
+        throw error;
+      }
+      throw new Error("expected a CONFIG_ERROR");
+    };
+    expect(fail(FEAT.replace("review: plan", "review: later"))).toMatch(/^W\.yaml: steps\[0\]\.review: /);
+    expect(fail("steps: []\n")).toBe("W.yaml: steps: a workflow needs at least one step");
+    expect(fail(FEAT.replace("name: implement", "name: plan"))).toBe('W.yaml: steps: step name "plan" is used twice');
+    const { warnings } = parseWorkflow(`${FEAT}colour: blue\n`.replace("    artifact: PLAN.md", "    artefact: PLAN.md"), "W.yaml");
+    expect(warnings).toEqual(['W.yaml: unknown key "colour" ignored', 'W.yaml: steps[0]: unknown key "artefact" ignored']);
+  });
+
+  it("a step's agent: its own, else the ticket's, else the project's preferred tool, else the default agent", () => {
+    expect(stepAgent({ agent: "codex" }, { agent: "claude" }, "opencode", "terminal")).toBe("codex");
+    expect(stepAgent({}, { agent: "claude" }, "opencode", "terminal")).toBe("claude");
+    expect(stepAgent({}, {}, "opencode", "terminal")).toBe("opencode");
+    expect(stepAgent({}, {}, null, "terminal")).toBe("terminal");
+  });
+});
