@@ -6,7 +6,8 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { builtinAgentTypes, loadConfig, type AgentTypeConfig } from "./config.js";
 import { listDefinitions, loadDefinition, type DefinitionScopes, type LoadedDefinition } from "./definitions.js";
-import { PuError } from "./errors.js";
+import { isPuError, PuError } from "./errors.js";
+import { parseJsonText } from "./json-state.js";
 import { configPath } from "./paths.js";
 
 /** One thing in a project that can run a command. */
@@ -100,18 +101,12 @@ export function emptyTrustFile(): TrustFile {
 }
 
 export function parseTrustFile(text: string, path: string): TrustFile {
-  let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    return parseJsonText(TrustFileSchema, text, path, "CONFIG_ERROR");
   } catch (error) {
-    throw new PuError("CONFIG_ERROR", `${path} is not valid JSON (${(error as Error).message}); fix or delete it, then run pu trust again`);
+    if (!isPuError(error)) throw error;
+    throw new PuError(error.code, `${error.message}; fix or delete it, then run pu trust again`, { cause: error });
   }
-  const parsed = TrustFileSchema.safeParse(raw);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new PuError("CONFIG_ERROR", `${path}: ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}; fix or delete it, then run pu trust again`);
-  }
-  return parsed.data;
 }
 
 export function isTrusted(file: TrustFile, projectRoot: string, candidate: TrustItem): boolean {

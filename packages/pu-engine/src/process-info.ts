@@ -148,8 +148,13 @@ export async function terminateProcessGroup(
 export async function terminateProcess(pid: number, { graceMs = 5000 }: { graceMs?: number } = {}): Promise<"exited" | "killed" | "gone"> {
   const startTime = processStartTime(pid);
   if (startTime === null) return "gone";
+  // Still the process first seen, and not yet a zombie (one that has exited and awaits its parent).
+  const running = () => {
+    const stat = readStat(pid);
+    return stat !== null && stat.startTime === startTime && stat.state !== "Z";
+  };
   const signal = (s: NodeJS.Signals) => {
-    if (!isSameProcess(pid, startTime)) return false;
+    if (!running()) return false;
     try {
       process.kill(pid, s);
       return true;
@@ -160,20 +165,10 @@ export async function terminateProcess(pid: number, { graceMs = 5000 }: { graceM
   if (!signal("SIGTERM")) return "gone";
   const deadline = Date.now() + graceMs;
   while (Date.now() < deadline) {
-    if (!isRunning(pid) || !isSameProcess(pid, startTime)) return "exited";
+    if (!running()) return "exited";
     await sleep(50);
   }
   return signal("SIGKILL") ? "killed" : "exited";
-}
-
-/** Alive and not a zombie (a zombie waits for its parent to collect it; it runs nothing). */
-function isRunning(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return false;
-  }
 }
 
 function errnoOf(err: unknown): string | undefined {

@@ -273,14 +273,14 @@ export function benchedAgentMessage(agentId: string): string {
 }
 
 /**
- * `benchedMessage`: for requests that need the process itself (input), a benched agent whose
+ * `explainBenched`: for requests that need the process itself (input), a benched agent whose
  * output the daemon no longer holds is explained as benched, not as missing.
  */
-export async function requireSession(state: EngineState, agentId: string, benchedMessage?: (agentId: string) => string): Promise<LiveAgent> {
+export async function requireSession(state: EngineState, agentId: string, { explainBenched = false } = {}): Promise<LiveAgent> {
   const live = state.sessions.get(agentId);
   if (live) return live;
   const entry = await locateAgent(state, agentId);
-  if (entry && benchedMessage && entry.suspended) throw new PuError("INVALID_STATE", benchedMessage(agentId));
+  if (entry?.suspended && explainBenched) throw new PuError("INVALID_STATE", benchedAgentMessage(agentId));
   if (entry) throw new PuError("AGENT_NOT_FOUND", `no output held for ${agentId} (the daemon has restarted since it ran)`);
   throw new PuError("AGENT_NOT_FOUND", `no agent ${agentId} in any project this daemon knows`);
 }

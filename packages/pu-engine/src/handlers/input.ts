@@ -4,7 +4,7 @@ import { benchedAgentMessage, requireSession, type EngineState } from "../state.
 
 /** Raw bytes into the agent's terminal, exactly as given (keys, Enter, control codes). */
 export async function handleInput(state: EngineState, req: RequestOf<"input">): Promise<ResultOf<"input">> {
-  const live = await requireSession(state, req.agentId, benchedAgentMessage);
+  const live = await requireSession(state, req.agentId, { explainBenched: true });
   const { session } = live;
   if (session.exitCode !== null && live.stopIntent === "suspend") {
     throw new PuError("INVALID_STATE", benchedAgentMessage(req.agentId));
