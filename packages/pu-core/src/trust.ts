@@ -69,6 +69,16 @@ export function definitionCommandTrustItem(loaded: LoadedDefinition<"agent"> | L
   return item(`${kind}/${loaded.name}`, loaded.path, `${label} "${loaded.name}" runs ${command}`, command);
 }
 
+/** The trust item of a loaded definition of a kind that can run a command (undefined when it runs none). */
+export function definitionTrustItem(
+  kind: "trigger" | "agent" | "template",
+  loaded: LoadedDefinition<"trigger" | "agent" | "template">,
+): TrustItem | undefined {
+  return kind === "trigger"
+    ? triggerTrustItem(loaded as LoadedDefinition<"trigger">)
+    : definitionCommandTrustItem(loaded as LoadedDefinition<"agent"> | LoadedDefinition<"template">);
+}
+
 /** Every command-bearing item of a project's `.pu/` (what `pu trust` shows and records). */
 export async function projectTrustItems(scopes: DefinitionScopes & { projectRoot: string }, env: NodeJS.ProcessEnv = process.env): Promise<TrustItem[]> {
   const root = scopes.projectRoot;
@@ -81,7 +91,7 @@ export async function projectTrustItems(scopes: DefinitionScopes & { projectRoot
       if (summary.scope !== "local" || summary.error !== undefined) continue;
       const loaded = await loadDefinition(kind, summary.name, localOnly);
       if (loaded.scope !== "local") continue;
-      items.push(kind === "trigger" ? triggerTrustItem(loaded as LoadedDefinition<"trigger">) : definitionCommandTrustItem(loaded as LoadedDefinition<"agent">));
+      items.push(definitionTrustItem(kind, loaded));
     }
   }
   return items.filter((i): i is TrustItem => i !== undefined);

@@ -1,5 +1,5 @@
-import { loadDefinition, saveDefinition, type LoadedDefinition } from "@pu/core/definitions";
-import { definitionCommandTrustItem, triggerTrustItem } from "@pu/core/trust";
+import { loadDefinition, saveDefinition } from "@pu/core/definitions";
+import { definitionTrustItem } from "@pu/core/trust";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import { definitionScopes } from "../definitions-service.js";
 import type { EngineState } from "../state.js";
@@ -16,11 +16,7 @@ export async function handleDefinitionSave(state: EngineState, req: RequestOf<"d
   // What a person saved through pu is theirs: it is trusted as written (a later hand edit asks again).
   if (root !== undefined && saved.scope === "local" && (req.kind === "trigger" || req.kind === "agent" || req.kind === "template")) {
     const loaded = await loadDefinition(req.kind, req.name, definitionScopes(state, root));
-    const item =
-      req.kind === "trigger"
-        ? triggerTrustItem(loaded as LoadedDefinition<"trigger">)
-        : definitionCommandTrustItem(loaded as LoadedDefinition<"agent"> | LoadedDefinition<"template">);
-    await state.trust.trust(root, [item]);
+    await state.trust.trust(root, [definitionTrustItem(req.kind, loaded)]);
   }
   if (req.kind === "schedule") state.scheduler?.rearm("schedule saved");
   return { path: saved.path, scope: saved.scope, warnings: saved.warnings };
