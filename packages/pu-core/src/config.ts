@@ -3,6 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
+import { agentTypeDescriptor, BUILTIN_AGENT_TYPE_NAMES } from "./agent-types.js";
 import { PuError } from "./errors.js";
 import { describeFirstIssue } from "./manifest.js";
 import { configPath } from "./paths.js";
@@ -29,22 +30,26 @@ export interface AgentTypeConfig {
   resumeArgs?: string[];
 }
 
-export const SESSION_ID_PLACEHOLDER = "{sessionId}";
+export { SESSION_ID_PLACEHOLDER } from "./agent-types.js";
 
+/** The launch fields of every built-in type, from the agent-type table (agent-types.ts). */
 export function builtinAgentTypes(env: NodeJS.ProcessEnv = process.env): Record<string, AgentTypeConfig> {
   const shell = env.SHELL && env.SHELL.trim() !== "" ? env.SHELL : "/bin/sh";
-  return {
-    claude: { command: "claude", interactive: true, launchArgs: [], resumeArgs: ["--resume", SESSION_ID_PLACEHOLDER] },
-    codex: { command: "codex", interactive: false, launchArgs: [], resumeArgs: ["resume", "--last"] },
-    opencode: {
-      command: "opencode",
-      promptFlag: "--prompt",
-      interactive: false,
+  const types: Record<string, AgentTypeConfig> = {};
+  for (const name of BUILTIN_AGENT_TYPE_NAMES) {
+    const d = agentTypeDescriptor(name);
+    if (!d) continue;
+    const type: AgentTypeConfig = {
+      command: name === "terminal" ? shell : d.command,
+      // A prompt given on the command line needs no typing, whatever the program is.
+      interactive: d.promptDelivery === "typed",
       launchArgs: [],
-      resumeArgs: ["--continue"],
-    },
-    terminal: { command: shell, interactive: true, launchArgs: [] },
-  };
+    };
+    if (d.promptFlag !== undefined) type.promptFlag = d.promptFlag;
+    if (d.resumeArgs !== undefined) type.resumeArgs = [...d.resumeArgs];
+    types[name] = type;
+  }
+  return types;
 }
 
 export const BUILTIN_AGENT_TYPES: Readonly<Record<string, AgentTypeConfig>> = builtinAgentTypes();

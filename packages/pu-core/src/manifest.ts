@@ -59,6 +59,8 @@ export const AgentEntrySchema = z.looseObject({
   exitCode: optional(z.number().int()),
   error: optional(z.string()),
   pid: optional(z.number().int()),
+  /** The pid's start time (clock ticks since boot): tells the agent from a later process reusing the pid. */
+  pidStartTime: optional(z.string()),
   sessionId: optional(z.string()),
   suspended: optional(z.boolean()),
   suspendedAt: optional(IsoDateTime),
@@ -72,6 +74,8 @@ export const AgentEntrySchema = z.looseObject({
   triggerTotal: optional(z.number().int()),
   gateAttempts: optional(z.number().int()),
   noTrigger: optional(z.boolean()),
+  /** The vars a trigger was bound with (`--var`), so `{{VAR}}` survives a daemon restart. */
+  triggerVars: optional(z.record(z.string(), z.string())),
 });
 export type AgentEntry = z.infer<typeof AgentEntrySchema>;
 

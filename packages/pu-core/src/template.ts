@@ -157,3 +157,9 @@ export function parseTemplate(content: string, path: string): ParsedTemplate {
   }
   return { frontmatter, body, variables: templateVariables(body), warnings };
 }
+
+/** Quotes a word for a shell: it reads back as the same single argument (also used to show an argv as a command line). */
+export function shellQuote(word: string): string {
+  if (word !== "" && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}

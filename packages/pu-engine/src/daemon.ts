@@ -5,13 +5,14 @@ import { DAEMON_VERSION, PROTOCOL_VERSION } from "@pu/ipc/protocol";
 import { createServer, type IpcServer } from "@pu/ipc/server";
 import { openDaemonLog, type DaemonLog } from "./daemon-log.js";
 import { createHandlers } from "./handlers.js";
-import { stopAgents } from "./handlers/kill.js";
+import { stopAgents } from "./agents/stop.js";
 import { isAlive } from "./process-info.js";
 import { ProjectRegistry } from "./projects.js";
 import { recoverProjects } from "./recovery.js";
-import { Scheduler } from "./scheduler.js";
 import { EngineState } from "./state.js";
-import { TriggerRunner } from "./trigger-runner.js";
+import { StatusWatch } from "./status-watch.js";
+import { Scheduler } from "./workflows/schedules.js";
+import { TriggerRunner } from "./workflows/triggers.js";
 
 /** How long a stopping agent gets between SIGTERM and SIGKILL. */
 export const STOP_GRACE_MS = 5000;
@@ -98,6 +99,9 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
   let server: IpcServer | undefined;
   const sock = socketPath(home);
   let state: EngineState;
+  let statusWatch: StatusWatch;
+  let triggers: TriggerRunner | undefined;
+  let scheduler: Scheduler | undefined;
   try {
     log = openDaemonLog(logPath(home));
     log.event("start", { home, daemonVersion: DAEMON_VERSION, protocolVersion: PROTOCOL_VERSION, node: process.version });
@@ -105,25 +109,29 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const loaded = await projects.load();
     if (loaded.problem) log.event("projects_unreadable", { problem: loaded.problem });
     state = new EngineState(home, projects, log);
+    // The services listen on state.events; each is built here with what it needs.
+    statusWatch = new StatusWatch(state);
     // Before accepting connections: nobody may see (or act on) a manifest recovery has not reconciled.
     await recoverProjects(state);
-    state.triggers = new TriggerRunner(state);
-    state.triggers.start();
+    triggers = new TriggerRunner(state);
+    triggers.start();
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers(state),
+      handlers: createHandlers({ state, statusWatch }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();
     fs.chmodSync(sock, 0o600);
     // Only a first look: runs that fell due while no daemon ran are counted as missed, not fired.
-    state.scheduler = new Scheduler(state);
-    await state.scheduler.start();
+    scheduler = new Scheduler(state);
+    await scheduler.start();
   } catch (err) {
     log?.event("start_failed", { error: err });
+    scheduler?.stop();
+    triggers?.stop();
     await server?.close().catch(() => undefined);
     log?.close();
     removeIfOurs(pidFile);
@@ -149,8 +157,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     stop(reason = "request") {
       stopping ??= (async () => {
         state.stopping = true;
-        state.scheduler?.stop();
-        state.triggers?.stop();
+        scheduler?.stop();
+        triggers?.stop();
         activeLog.event("shutdown_begin", { reason });
         // Queued ahead of the close, so each stream's last frame says why it ends.
         for (const notice of state.shutdownNotices) notice();
@@ -159,8 +167,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
         } catch (err) {
           activeLog.event("server_close_failed", { error: err });
         }
-        const result = await stopAgents(state, [...state.sessions.values()], "shutdown", STOP_GRACE_MS);
-        state.statusWatch.dispose();
+        const result = await stopAgents([...state.sessions.values()], "shutdown", STOP_GRACE_MS);
+        statusWatch.dispose();
         for (const live of state.sessions.values()) live.session.dispose();
         state.sessions.clear();
         fs.rmSync(sock, { force: true });

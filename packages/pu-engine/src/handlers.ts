@@ -27,16 +27,18 @@ import { handleSubscribeStatus } from "./handlers/subscribe-status.js";
 import { handleSuspend } from "./handlers/suspend.js";
 import { handleTriggerLog } from "./handlers/trigger-log.js";
 import { handleTrust } from "./handlers/trust.js";
+import type { EngineServices } from "./services.js";
 import type { EngineState } from "./state.js";
 
-export function createHandlers(state: EngineState): Handlers {
+export function createHandlers(services: EngineServices): Handlers {
+  const { state } = services;
   return withErrorLog(state, {
     health: (req) => handleHealth(state, req),
     shutdown: (req) => handleShutdown(state, req),
     init: (req) => handleInit(state, req),
     spawn: (req) => handleSpawn(state, req),
     status: (req) => handleStatus(state, req),
-    subscribe_status: (req, ctx) => handleSubscribeStatus(state, req, ctx),
+    subscribe_status: (req, ctx) => handleSubscribeStatus(services, req, ctx),
     kill: (req) => handleKill(state, req),
     suspend: (req) => handleSuspend(state, req),
     resume: (req) => handleResume(state, req),

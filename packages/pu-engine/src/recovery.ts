@@ -1,27 +1,22 @@
 import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { isWorktreeId } from "@pu/core/ids";
-import { listAgents, type AgentEntry, type Manifest, type WorktreeEntry } from "@pu/core/manifest";
+import { listAgents, type Manifest, type WorktreeEntry } from "@pu/core/manifest";
 import { worktreesDir } from "@pu/core/paths";
 import { isAlive as isAliveStatus } from "@pu/core/status";
+import { canResume } from "@pu/core/agent-types";
 import { loadConfig, resolveAgentType } from "@pu/core/config";
 import { isSameProcess, terminateProcess, terminateProcessGroup } from "./process-info.js";
 import { nowIso, type EngineState } from "./state.js";
-import { installWorktreeHooks } from "./git-hooks.js";
+import { installWorktreeHooks } from "./git/hooks.js";
 import { findStrayAgents } from "./stray-agents.js";
-import { currentBranch, listGitWorktrees, settleInterruptedMerge } from "./worktrees.js";
+import { settleInterruptedMerge } from "./git/merge.js";
+import { currentBranch, listGitWorktrees } from "./git/runner.js";
 
 export const LOST_ERROR = "lost: the daemon stopped while it was running";
 
 /** Grace for an orphan agent of a dead daemon: it gets SIGTERM first, like any kill. */
 const ORPHAN_GRACE_MS = 5000;
-
-/** A session can be picked up again: claude by its session id, others by their "continue last" command. */
-export function isResumable(agent: AgentEntry, hasResumeCommand: boolean): boolean {
-  if (agent.agentType === "claude") return typeof agent.sessionId === "string" && agent.sessionId.length > 0;
-  if (agent.agentType === "codex" || agent.agentType === "opencode") return true;
-  return hasResumeCommand;
-}
 
 async function resumeCommandsOf(state: EngineState, root: string): Promise<(agentType: string) => boolean> {
   try {
@@ -162,7 +157,7 @@ async function recoverProject(state: EngineState, root: string): Promise<void> {
   const orphans: { agentId: string; pid: number; outcome: string }[] = [];
   await Promise.all(
     stale.map(async ({ agent }) => {
-      const startTime = (agent as { pidStartTime?: unknown }).pidStartTime;
+      const startTime = agent.pidStartTime;
       if (typeof agent.pid === "number" && typeof startTime === "string" && isSameProcess(agent.pid, startTime)) {
         const outcome = await terminateProcessGroup(agent.pid, { graceMs: ORPHAN_GRACE_MS });
         orphans.push({ agentId: agent.id, pid: agent.pid, outcome });
@@ -177,7 +172,7 @@ async function recoverProject(state: EngineState, root: string): Promise<void> {
     const stamp = nowIso();
     for (const { agent } of listAgents(m)) {
       if (!staleIds.has(agent.id) || !isAliveStatus(agent.status) || agent.suspended) continue;
-      if (isResumable(agent, hasResumeCommand(agent.agentType))) {
+      if (canResume(agent, hasResumeCommand(agent.agentType))) {
         agent.suspended = true;
         agent.suspendedAt = stamp;
         agent.status = "waiting";

@@ -1,8 +1,10 @@
 import { findAgent, type AgentEntry, type AgentStatus, type Manifest } from "@pu/core/manifest";
-import { effectiveStatus, isAlive } from "@pu/core/status";
+import { isAlive } from "@pu/core/status";
 import type { AgentView, StatusEvent, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
-import type { AgentStatusChange, EngineState, LiveAgent } from "./state.js";
+import { sessionStatus, type LiveAgent } from "./agents/live-agent.js";
+import type { AgentStatusChange } from "./engine-events.js";
+import type { EngineState } from "./state.js";
 
 /** Output is coalesced: status is recomputed at most this often while an agent prints. */
 const OUTPUT_RECOMPUTE_MS = 100;
@@ -26,23 +28,6 @@ interface AgentTimers {
 
 /** Skips a manifest write when nothing changed (ManifestStore.update writes unless fn throws). */
 class NothingToWrite extends Error {}
-
-/** Effective status of a session the daemon holds, now. */
-export function sessionStatus(live: LiveAgent): AgentStatus {
-  const session = live.session;
-  if (session.exitCode !== null) {
-    // Stopped on purpose to be resumed later: waiting, not broken.
-    return live.stopIntent === "suspend" || live.stopIntent === "shutdown" ? "waiting" : "broken";
-  }
-  if (live.promptPending) return "streaming";
-  return effectiveStatus({
-    exitCode: null,
-    output: session.ring.lastBytes(256),
-    idleSeconds: session.activity.idleSeconds(),
-    suspended: false,
-    idleThresholdSeconds: live.idleThresholdSeconds,
-  });
-}
 
 /** The live status of an agent the daemon holds, or undefined when it holds no PTY for it. */
 function liveStatus(live: LiveAgent | undefined, entry: AgentEntry): AgentStatus | undefined {
@@ -84,8 +69,9 @@ export function buildStatusReport(state: EngineState, m: Manifest): StatusReport
 /**
  * Keeps every live agent's effective status current without a polling tick: it is
  * recomputed on output (coalesced), on exit, on manifest writes, and by one timer per
- * agent at its idle deadline. Changes go to `state.events`, to `subscribe_status`
- * streams, and (debounced) to the manifest.
+ * agent at its idle deadline. Changes go to `state.events` ("agent_status"), to
+ * `subscribe_status` streams, and (debounced) to the manifest. It learns of sessions
+ * and manifest writes from the event bus.
  */
 export class StatusWatch {
   private readonly subscribers = new Map<string, Set<Subscriber>>();
@@ -94,11 +80,19 @@ export class StatusWatch {
   private readonly pendingPush = new Map<string, AgentStatusChange[]>();
   private readonly pendingPersist = new Map<string, NodeJS.Timeout>();
   private disposed = false;
+  private readonly unsubscribe: (() => void)[];
 
-  constructor(private readonly state: EngineState) {}
+  constructor(private readonly state: EngineState) {
+    this.unsubscribe = [
+      state.events.on("agent_registered", ({ live }) => this.track(live)),
+      state.events.on("agent_released", ({ agentId }) => this.untrack(agentId)),
+      state.events.on("agent_prompt_delivered", ({ live }) => this.recompute(live)),
+      state.events.on("manifest_changed", ({ projectRoot }) => this.schedulePush(projectRoot)),
+    ];
+  }
 
   /** Starts watching a freshly registered session. */
-  track(live: LiveAgent): void {
+  private track(live: LiveAgent): void {
     this.untrack(live.agentId);
     const timers: AgentTimers = { unsubscribe: () => undefined };
     this.timers.set(live.agentId, timers);
@@ -125,7 +119,7 @@ export class StatusWatch {
   }
 
   /** Stops watching (the session is being dropped). */
-  untrack(agentId: string): void {
+  private untrack(agentId: string): void {
     const timers = this.timers.get(agentId);
     if (!timers) return;
     clearTimeout(timers.output);
@@ -159,7 +153,7 @@ export class StatusWatch {
   }
 
   /** Recomputes one agent; on a change, tells listeners, subscribers and (later) the manifest. */
-  recompute(live: LiveAgent): void {
+  private recompute(live: LiveAgent): void {
     if (this.disposed) return;
     if (this.state.sessions.get(live.agentId) !== live) return;
     const now = sessionStatus(live);
@@ -167,20 +161,11 @@ export class StatusWatch {
     if (before === now) return;
     this.known.set(live.agentId, now);
     const change: AgentStatusChange = { projectRoot: live.projectRoot, agentId: live.agentId, from: before, to: now };
-    try {
-      this.state.events.emit("agent_status", change);
-    } catch (err) {
-      this.state.log.event("listener_error", { agentId: live.agentId, error: err });
-    }
+    this.state.events.emit("agent_status", change);
     this.schedulePush(live.projectRoot, change);
     if (before !== null && isAlive(before) && isAlive(now) && live.stopIntent === undefined) {
       this.schedulePersist(live.projectRoot);
     }
-  }
-
-  /** Called after every manifest write by the daemon. */
-  manifestWritten(root: string): void {
-    this.schedulePush(root);
   }
 
   async subscribe(root: string, requestId: number | string, ctx: ConnectionContext, m: Manifest): Promise<StatusReport> {
@@ -267,6 +252,7 @@ export class StatusWatch {
 
   dispose(): void {
     this.disposed = true;
+    for (const off of this.unsubscribe) off();
     for (const id of [...this.timers.keys()]) this.untrack(id);
     for (const timer of this.pendingPersist.values()) clearTimeout(timer);
     this.pendingPersist.clear();

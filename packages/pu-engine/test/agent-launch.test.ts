@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { builtinAgentTypes, type AgentTypeConfig } from "@pu/core/config";
 import { isPuError } from "@pu/core/errors";
-import { buildEnv, buildLaunch, deliverPrompt, hasShellSyntax, type Launch } from "../src/agent-launch.js";
+import { buildEnv, buildLaunch, deliverPrompt, hasShellSyntax, type Launch } from "../src/agents/launch-command.js";
 import { AgentSession } from "../src/agent-session.js";
 
 const FAKE_AGENT = fileURLToPath(new URL("./fixtures/fake-agent.mjs", import.meta.url));

@@ -3,18 +3,10 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { isPuError, type PuError } from "@pu/core/errors";
-import {
-  createWorktree,
-  currentBranch,
-  diffWorktree,
-  excludePuDir,
-  gitTopLevel,
-  mergeWorktree,
-  MergeConflictError,
-  removeWorktree,
-  workAtRisk,
-  type CreatedWorktree,
-} from "../src/worktrees.js";
+import { diffWorktree } from "../src/git/diff.js";
+import { mergeWorktree, MergeConflictError } from "../src/git/merge.js";
+import { currentBranch, gitTopLevel } from "../src/git/runner.js";
+import { createWorktree, excludePuDir, removeWorktree, workAtRisk, type CreatedWorktree } from "../src/git/worktree.js";
 import { isolateGitConfig, makeTempRepo, type TempRepo } from "./helpers/git-repo.js";
 
 let restoreEnv: () => void;

@@ -1,5 +1,5 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { bindTrigger, loadAgentTrigger, triggerBinding } from "../definitions-service.js";
+import { bindTrigger, loadAgentTrigger, triggerBinding } from "../workflows/definitions.js";
 import { agentIn, type EngineState } from "../state.js";
 
 /** Binds a trigger to an existing agent (replacing any binding), starting at its first action. */
@@ -12,6 +12,6 @@ export async function handleAssignTrigger(state: EngineState, req: RequestOf<"as
   });
   state.log.event("trigger_assigned", { projectRoot: root, agentId: req.agentId, trigger: trigger.name });
   // An agent already waiting will not become waiting again by itself.
-  state.triggers?.kick(req.agentId);
+  state.events.emit("trigger_assigned", { projectRoot: root, agentId: req.agentId });
   return { agentId: req.agentId, triggerName: trigger.name, triggerTotal: trigger.sequence.length, triggerState: "active" };
 }

@@ -1,7 +1,8 @@
 import type { AttachResult, RequestOf } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
 import type { ViewerSink } from "../agent-session.js";
-import { noticeOnShutdown, requireSession, type EngineState } from "../state.js";
+import { requireSession } from "../agents/registry.js";
+import { noticeOnShutdown, type EngineState } from "../state.js";
 
 /**
  * Replies with where the replay starts, then streams output/notice/exit events for this

@@ -3,9 +3,11 @@ import { PuError } from "@pu/core/errors";
 import { isAlive } from "@pu/core/status";
 import { worktreesDir } from "@pu/core/paths";
 import type { CleanResult, RequestOf } from "@pu/ipc/protocol";
-import { dropSession, nowIso, worktreeIn, type EngineState, type LiveAgent } from "../state.js";
-import { describeWorkAtRisk, removeWorktree, workAtRisk, type WorkAtRisk } from "../worktrees.js";
-import { stopAgents } from "./kill.js";
+import type { LiveAgent } from "../agents/live-agent.js";
+import { dropSession } from "../agents/registry.js";
+import { stopAgents } from "../agents/stop.js";
+import { describeWorkAtRisk, removeWorktree, workAtRisk, type WorkAtRisk } from "../git/worktree.js";
+import { nowIso, worktreeIn, type EngineState } from "../state.js";
 
 const NOTHING_AT_RISK: WorkAtRisk = { uncommittedFiles: [], unmergedCommits: 0 };
 
@@ -61,7 +63,7 @@ export async function handleClean(state: EngineState, req: RequestOf<"clean">): 
     const live = Object.keys(wt.agents)
       .map((id) => state.sessions.get(id))
       .filter((a): a is LiveAgent => a !== undefined);
-    const { stopped } = await stopAgents(state, live, "clean");
+    const { stopped } = await stopAgents(live, "clean");
     // ...and again once they are stopped: they may have written or committed in between.
     const risk = await riskNow();
     if (!force && isAtRisk(risk)) {

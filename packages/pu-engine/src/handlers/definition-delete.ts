@@ -1,6 +1,6 @@
 import { deleteDefinition } from "@pu/core/definitions";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { definitionScopes } from "../definitions-service.js";
+import { definitionScopes } from "../workflows/definitions.js";
 import type { EngineState } from "../state.js";
 
 export async function handleDefinitionDelete(
@@ -11,6 +11,6 @@ export async function handleDefinitionDelete(
   const options = req.scope === undefined ? definitionScopes(state, root) : { ...definitionScopes(state, root), scope: req.scope };
   const deleted = await deleteDefinition(req.kind, req.name, options);
   state.log.event("definition_deleted", { kind: req.kind, name: req.name, path: deleted.path });
-  if (req.kind === "schedule") state.scheduler?.rearm("schedule deleted");
+  state.events.emit("definition_changed", { ...(root !== undefined ? { projectRoot: root } : {}), kind: req.kind, name: req.name });
   return { path: deleted.path };
 }

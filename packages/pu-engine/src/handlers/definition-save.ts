@@ -1,7 +1,7 @@
 import { loadDefinition, saveDefinition } from "@pu/core/definitions";
 import { definitionTrustItem } from "@pu/core/trust";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { definitionScopes } from "../definitions-service.js";
+import { definitionScopes } from "../workflows/definitions.js";
 import type { EngineState } from "../state.js";
 
 /** Validates, then writes atomically; refuses to replace an existing file unless `overwrite`. */
@@ -18,6 +18,6 @@ export async function handleDefinitionSave(state: EngineState, req: RequestOf<"d
     const loaded = await loadDefinition(req.kind, req.name, definitionScopes(state, root));
     await state.trust.trust(root, [definitionTrustItem(req.kind, loaded)]);
   }
-  if (req.kind === "schedule") state.scheduler?.rearm("schedule saved");
+  state.events.emit("definition_changed", { ...(root !== undefined ? { projectRoot: root } : {}), kind: req.kind, name: req.name });
   return { path: saved.path, scope: saved.scope, warnings: saved.warnings };
 }

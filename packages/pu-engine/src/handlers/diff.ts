@@ -1,6 +1,7 @@
 import type { DiffResult, RequestOf } from "@pu/ipc/protocol";
 import { worktreeIn, type EngineState } from "../state.js";
-import { currentBranch, diffWorktree } from "../worktrees.js";
+import { diffWorktree } from "../git/diff.js";
+import { currentBranch } from "../git/runner.js";
 
 /** Changes of one worktree, or of every active one, against the branch it left. */
 export async function handleDiff(state: EngineState, req: RequestOf<"diff">): Promise<DiffResult> {

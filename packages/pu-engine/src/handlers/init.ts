@@ -5,7 +5,8 @@ import { PuError } from "@pu/core/errors";
 import { configPath, manifestPath } from "@pu/core/paths";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { EngineState } from "../state.js";
-import { excludePuDir, gitTopLevel } from "../worktrees.js";
+import { gitTopLevel } from "../git/runner.js";
+import { excludePuDir } from "../git/worktree.js";
 
 /** Makes the git repository containing projectRoot a pu project; idempotent, never clobbers. */
 export async function handleInit(state: EngineState, req: RequestOf<"init">): Promise<ResultOf<"init">> {
@@ -28,7 +29,7 @@ export async function handleInit(state: EngineState, req: RequestOf<"init">): Pr
   await excludePuDir(root);
   await state.rememberProject(root);
   // Schedules written by hand into a project the daemon had not seen yet start counting now.
-  state.scheduler?.rearm("init");
+  state.events.emit("project_added", { projectRoot: root });
   if (created) state.log.event("init", { projectRoot: root });
   return { created, projectRoot: root, manifestPath: manifestPath(root) };
 }

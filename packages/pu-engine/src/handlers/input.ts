@@ -1,6 +1,7 @@
 import { PuError } from "@pu/core/errors";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { benchedAgentMessage, requireSession, type EngineState } from "../state.js";
+import { benchedAgentMessage, requireSession } from "../agents/registry.js";
+import type { EngineState } from "../state.js";
 
 /** Raw bytes into the agent's terminal, exactly as given (keys, Enter, control codes). */
 export async function handleInput(state: EngineState, req: RequestOf<"input">): Promise<ResultOf<"input">> {

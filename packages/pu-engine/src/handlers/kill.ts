@@ -1,32 +1,10 @@
-import { isPuError, PuError } from "@pu/core/errors";
+import { PuError } from "@pu/core/errors";
 import { listAgents, type AgentLocation, type Manifest } from "@pu/core/manifest";
 import type { KillResult, RequestOf } from "@pu/ipc/protocol";
-import { dropSession, type EngineState, type LiveAgent, type StopIntent } from "../state.js";
-
-/** SIGTERM → this long → SIGKILL. */
-const KILL_GRACE_MS = 5000;
-
-/**
- * Stops running agents in parallel (SIGTERM to the group, grace, SIGKILL) and waits
- * until each exit is in the manifest; `intent` decides how it is recorded.
- */
-export async function stopAgents(
-  state: EngineState,
-  agents: LiveAgent[],
-  intent: StopIntent,
-  graceMs: number = KILL_GRACE_MS,
-): Promise<{ stopped: { agentId: string; exitCode: number }[] }> {
-  const running = agents.filter((a) => a.session.exitCode === null);
-  const stopped = await Promise.all(
-    running.map(async (live) => {
-      live.stopIntent = intent;
-      const exitCode = await live.session.kill({ graceMs });
-      await live.exitRecorded;
-      return { agentId: live.agentId, exitCode };
-    }),
-  );
-  return { stopped };
-}
+import type { LiveAgent } from "../agents/live-agent.js";
+import { dropSession } from "../agents/registry.js";
+import { stopAgents, throwIfUnrecorded } from "../agents/stop.js";
+import type { EngineState } from "../state.js";
 
 /** The agents a kill target names: an agent id, a worktree id, "worktrees" or "all". */
 function agentsForTarget(m: Manifest, target: string): { direct: boolean; agents: AgentLocation[] } {
@@ -69,25 +47,10 @@ export async function handleKill(state: EngineState, req: RequestOf<"kill">): Pr
       toStop.push(live);
     }
   }
-  const { stopped } = await stopAgents(state, toStop, "kill");
+  const { stopped } = await stopAgents(toStop, "kill");
   state.log.event("kill", { projectRoot: root, target: req.target, killed: stopped });
   throwIfUnrecorded(toStop);
   if (req.target !== "worktrees") return { killed: stopped, skipped };
   const rootAgentsLeft = listAgents(m).filter((a) => !a.worktree && state.isRunning(a.agent.id)).length;
   return { killed: stopped, skipped, rootAgentsLeft };
-}
-
-/**
- * The processes are gone, but the manifest still calls them alive (it could not be
- * written, e.g. a full or read-only disk): the caller must hear it, not a success.
- */
-export function throwIfUnrecorded(stopped: LiveAgent[]): void {
-  const unrecorded = stopped.filter((live) => live.exitRecordError !== undefined);
-  const cause = unrecorded[0]?.exitRecordError;
-  if (cause === undefined) return;
-  const ids = unrecorded.map((live) => live.agentId).join(", ");
-  const detail = cause instanceof Error ? cause.message : String(cause);
-  throw new PuError(isPuError(cause) ? cause.code : "IO_ERROR", `stopped ${ids}, but could not record it in the manifest: ${detail}`, {
-    cause,
-  });
 }

@@ -1,5 +1,6 @@
 import type { LogsResult, RequestOf } from "@pu/ipc/protocol";
-import { requireSession, type EngineState } from "../state.js";
+import { requireSession } from "../agents/registry.js";
+import type { EngineState } from "../state.js";
 
 /** The output the daemon still holds for an agent (raw bytes, as the PTY wrote them). */
 export async function handleLogs(state: EngineState, req: RequestOf<"logs">): Promise<LogsResult> {

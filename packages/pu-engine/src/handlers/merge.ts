@@ -4,7 +4,8 @@ import type { WorktreeStatus } from "@pu/core/manifest";
 import { worktreesDir } from "@pu/core/paths";
 import type { MergeResult, RequestOf } from "@pu/ipc/protocol";
 import { nowIso, worktreeIn, type EngineState } from "../state.js";
-import { currentBranch, mergeWorktree } from "../worktrees.js";
+import { mergeWorktree } from "../git/merge.js";
+import { currentBranch } from "../git/runner.js";
 
 /**
  * Brings `pu/<name>` into its base branch. The manifest shows `merging` while git works,

@@ -1,15 +1,16 @@
 import type { RequestOf, StatusReport } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
-import { noticeOnShutdown, type EngineState } from "../state.js";
+import type { EngineServices } from "../services.js";
+import { noticeOnShutdown } from "../state.js";
 
 /** Replies with the report now; status_event frames follow on this connection until it closes. */
 export async function handleSubscribeStatus(
-  state: EngineState,
+  { state, statusWatch }: EngineServices,
   req: RequestOf<"subscribe_status">,
   ctx: ConnectionContext,
 ): Promise<StatusReport> {
   const root = await state.project(req.projectRoot);
-  const report = await state.statusWatch.subscribe(root, req.id, ctx, await state.store.read(root));
+  const report = await statusWatch.subscribe(root, req.id, ctx, await state.store.read(root));
   noticeOnShutdown(state, ctx, () => ({
     type: "notice",
     id: req.id,

@@ -1,8 +1,9 @@
 import { PuError } from "@pu/core/errors";
 import { listAgents } from "@pu/core/manifest";
 import type { RequestOf, SuspendResult } from "@pu/ipc/protocol";
-import type { EngineState, LiveAgent } from "../state.js";
-import { stopAgents, throwIfUnrecorded } from "./kill.js";
+import type { LiveAgent } from "../agents/live-agent.js";
+import { stopAgents, throwIfUnrecorded } from "../agents/stop.js";
+import type { EngineState } from "../state.js";
 
 /** `pu bench`: stops agents so they can be resumed later; nothing about them is forgotten. */
 export async function handleSuspend(state: EngineState, req: RequestOf<"suspend">): Promise<SuspendResult> {
@@ -28,7 +29,7 @@ export async function handleSuspend(state: EngineState, req: RequestOf<"suspend"
   if (direct && toStop.length === 0 && skipped[0]) {
     throw new PuError("INVALID_STATE", `${req.target} cannot be suspended: ${skipped[0].reason}`);
   }
-  const { stopped } = await stopAgents(state, toStop, "suspend");
+  const { stopped } = await stopAgents(toStop, "suspend");
   state.log.event("suspend", { projectRoot: root, agents: stopped.map((s) => s.agentId) });
   throwIfUnrecorded(toStop);
   return { suspended: stopped.map((s) => s.agentId), skipped };

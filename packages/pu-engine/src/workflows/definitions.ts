@@ -13,10 +13,10 @@ import { PuError } from "@pu/core/errors";
 import type { AgentEntry } from "@pu/core/manifest";
 import { definitionCommandTrustItem, triggerTrustItem } from "@pu/core/trust";
 import type { RequestOf } from "@pu/ipc/protocol";
-import type { EngineState } from "./state.js";
+import type { EngineState } from "../state.js";
 
-/** Extra manifest key: the vars a trigger was bound with, so `{{VAR}}` survives a daemon restart. */
-const TRIGGER_VARS_KEY = "triggerVars";
+/** What a spawn asks for, without the request envelope: swarms, schedules and handlers all start agents from this. */
+export type SpawnFields = Omit<RequestOf<"spawn">, "type" | "id" | "projectRoot">;
 
 export function definitionScopes(state: EngineState, projectRoot?: string): DefinitionScopes {
   return { projectRoot, home: state.home };
@@ -37,31 +37,28 @@ export async function loadAgentTrigger(state: EngineState, root: string, name: s
 
 /** The manifest fields that bind a trigger to an agent at the start of its sequence. */
 export function triggerBinding(trigger: TriggerDefinition, vars: Record<string, string> | undefined): Partial<AgentEntry> {
-  const fields: Partial<AgentEntry> & Record<string, unknown> = {
+  const fields: Partial<AgentEntry> = {
     triggerName: trigger.name,
     triggerSeqIndex: 0,
     triggerState: "active",
     triggerTotal: trigger.sequence.length,
     gateAttempts: 0,
   };
-  if (vars && Object.keys(vars).length > 0) fields[TRIGGER_VARS_KEY] = { ...vars };
+  if (vars && Object.keys(vars).length > 0) fields.triggerVars = { ...vars };
   return fields;
 }
 
 /** Writes a binding onto an entry (replacing any earlier one). */
 export function bindTrigger(agent: AgentEntry, binding: Partial<AgentEntry>): void {
-  const record = agent as Record<string, unknown>;
-  delete record[TRIGGER_VARS_KEY];
+  delete agent.triggerVars;
   delete agent.noTrigger;
   delete agent.error;
   Object.assign(agent, binding);
 }
 
-/** The vars an agent was bound with (the extra manifest key), or none. */
+/** The vars an agent was bound with, or none. */
 export function triggerVarsOf(agent: AgentEntry): Record<string, string> {
-  const raw = (agent as Record<string, unknown>)[TRIGGER_VARS_KEY];
-  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) return {};
-  return Object.fromEntries(Object.entries(raw).filter((e): e is [string, string] => typeof e[1] === "string"));
+  return agent.triggerVars ?? {};
 }
 
 /**
@@ -102,8 +99,8 @@ export async function spawnTriggerBinding(
 export async function applySpawnTemplate(
   state: EngineState,
   root: string,
-  req: RequestOf<"spawn">,
-): Promise<{ req: RequestOf<"spawn">; warnings: string[] }> {
+  req: SpawnFields,
+): Promise<{ req: SpawnFields; warnings: string[] }> {
   if (req.template === undefined) return { req, warnings: [] };
   if (req.prompt !== undefined) {
     throw new PuError("INVALID_ARGUMENT", "give a prompt or a template, not both");
@@ -116,7 +113,7 @@ export async function applySpawnTemplate(
       `template "${req.template}": no value for ${rendered.missing.map((v) => `{{${v}}}`).join(", ")} (left as written; pass --var NAME=VALUE)`,
     );
   }
-  const next: RequestOf<"spawn"> = { ...req, prompt: rendered.text.trim() === "" ? undefined : rendered.text };
+  const next: SpawnFields = { ...req, prompt: rendered.text.trim() === "" ? undefined : rendered.text };
   if (next.agent === undefined && loaded.parsed.agent !== undefined) next.agent = loaded.parsed.agent;
   if (next.command === undefined && loaded.parsed.command !== undefined) {
     await state.trust.require(root, [definitionCommandTrustItem(loaded)]);

@@ -16,31 +16,23 @@
 // starts the daemon), else the CLI package next to this one in the pu checkout. When
 // neither exists, a hook that has gates to run fails the commit and says why: a gate
 // that cannot run must not pass.
-import { execFile } from "node:child_process";
-import { existsSync, promises as fs, statSync } from "node:fs";
+import { promises as fs, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import writeFileAtomic from "write-file-atomic";
-import { listDefinitions, loadDefinition, type TriggerDefinition } from "@pu/core/definitions";
-import { renderShellCommand } from "@pu/core/template";
-import { triggerTrustItem } from "@pu/core/trust";
-import { PuError } from "@pu/core/errors";
 import { puDir, worktreesDir } from "@pu/core/paths";
-import type { GateResult } from "@pu/ipc/protocol";
-import { shellQuote } from "./agent-launch.js";
-import { definitionScopes } from "./definitions-service.js";
-import { appendGateRun, runGate, toGateRun } from "./gate-runner.js";
-import type { EngineState } from "./state.js";
-import { gitTopLevel, isInside, withRepoLock } from "./worktrees.js";
+import { shellQuote } from "@pu/core/template";
+import type { DaemonLog } from "../daemon-log.js";
+import { git, gitProbe, isInside, withRepoLock } from "./runner.js";
 
-const execFileAsync = promisify(execFile);
+/** What installing hooks needs of the daemon: the home its scripts name, and its log. */
+export interface HookDeps {
+  home: string;
+  log: DaemonLog;
+}
 
 export type HookEvent = "pre_commit" | "pre_push";
 const HOOK_FILES: Record<HookEvent, string> = { pre_commit: "pre-commit", pre_push: "pre-push" };
-
-/** Agent id under which git-hook gate runs are recorded (`.pu/gates/hook-<event>.jsonl`). */
-const HOOK_RECORD_AGENT = "hook";
 
 function hooksDir(root: string): string {
   return path.join(puDir(root), "hooks");
@@ -98,16 +90,12 @@ exit 0
 `;
 }
 
-async function git(cwd: string, args: string[]): Promise<string> {
-  const { stdout } = await execFileAsync("git", args, { cwd, encoding: "utf8" });
-  return stdout.trim();
-}
-
 /**
  * Points a new pu worktree at pu's hook scripts (rewritten each time, so they name the
  * current CLI). Returns notes for the spawn's warnings; never throws.
  */
-export async function installWorktreeHooks(state: EngineState, root: string, worktreePath: string): Promise<string[]> {
+export async function installWorktreeHooks(deps: HookDeps, root: string, worktreePath: string): Promise<string[]> {
+  const { home, log } = deps;
   const realWorktree = await fs.realpath(worktreePath).catch(() => worktreePath);
   if (!isInside(worktreesDir(root), realWorktree) && !isInside(worktreesDir(root), worktreePath)) {
     return [`${worktreePath} is not under ${worktreesDir(root)}; pu's git hooks were not installed there`];
@@ -119,65 +107,16 @@ export async function installWorktreeHooks(state: EngineState, root: string, wor
     for (const event of Object.keys(HOOK_FILES) as HookEvent[]) {
       const file = path.join(dir, HOOK_FILES[event]);
       // Unique temp names: two spawns installing hooks at once must not trip over each other.
-      await writeFileAtomic(file, hookScript({ root, home: state.home, event, node: process.execPath, cli, hooksDir: dir }), { mode: 0o755, fsync: true });
+      await writeFileAtomic(file, hookScript({ root, home, event, node: process.execPath, cli, hooksDir: dir }), { mode: 0o755, fsync: true });
     }
     await withRepoLock(root, async () => {
-      const flag = await git(root, ["config", "--local", "--get", "extensions.worktreeConfig"]).catch(() => "");
+      const flag = (await gitProbe(root, ["config", "--local", "--get", "extensions.worktreeConfig"])).stdout.trim();
       if (flag !== "true") await git(root, ["config", "--local", "extensions.worktreeConfig", "true"]);
       await git(worktreePath, ["config", "--worktree", "core.hooksPath", dir]);
     });
   } catch (err) {
-    state.log.event("hooks_install_failed", { projectRoot: root, worktreePath, error: err });
+    log.event("hooks_install_failed", { projectRoot: root, worktreePath, error: err });
     return [`pu's git hooks were not installed in ${worktreePath}: ${(err as Error).message}; pre_commit/pre_push gates will not run there`];
   }
   return cli ? [] : [`the pu CLI was not found (PU_CLI_BIN unset): commits in ${worktreePath} fail while pre_commit/pre_push triggers exist`];
-}
-
-
-/** The gates of every trigger listening to `event` (local wins over global), run in `cwd` and recorded. */
-export async function runHookGates(state: EngineState, root: string, event: HookEvent, cwd: string): Promise<GateResult> {
-  const asked = path.resolve(root, cwd);
-  if (!existsSync(asked) || !statSync(asked).isDirectory()) {
-    throw new PuError("INVALID_ARGUMENT", `gate directory ${asked} does not exist`);
-  }
-  // git runs hooks at the top of the checkout; a gate started by hand from a subdirectory
-  // must check the same tree, or `pnpm test` there would test only part of it.
-  const dir = (await gitTopLevel(asked)) ?? asked;
-  const scopes = definitionScopes(state, root);
-  const triggers: TriggerDefinition[] = [];
-  for (const summary of await listDefinitions("trigger", scopes)) {
-    if (summary.error !== undefined) {
-      state.log.event("gate_trigger_invalid", { projectRoot: root, name: summary.name, error: summary.error });
-      continue;
-    }
-    const loaded = await loadDefinition("trigger", summary.name, scopes);
-    if (loaded.parsed.on !== event) continue;
-    // An untrusted gate blocks the commit or push and says why, rather than being skipped.
-    await state.trust.require(root, [triggerTrustItem(loaded)]);
-    triggers.push(loaded.parsed);
-  }
-
-  const result: GateResult = { passed: true, runs: [] };
-  for (const trigger of triggers) {
-    const vars = trigger.variables ?? {};
-    for (const [seqIndex, action] of trigger.sequence.entries()) {
-      if (!action.gate) continue;
-      const { command, env: varEnv } = renderShellCommand(action.gate.run, vars);
-      const outcome = await runGate({
-        command,
-        cwd: dir,
-        timeoutSeconds: action.gate.timeout_seconds,
-        env: { ...varEnv, PU_PROJECT_ROOT: root, PU_TRIGGER: trigger.name, PU_GATE_EVENT: event },
-      });
-      const run = toGateRun(outcome, { agentId: HOOK_RECORD_AGENT, triggerName: trigger.name, seqIndex, expectedExit: action.gate.expect_exit });
-      await appendGateRun(root, `hook-${event}`, run).catch((err: unknown) =>
-        state.log.event("gate_record_failed", { projectRoot: root, event, error: err }),
-      );
-      if (!run.passed) result.passed = false;
-      const { agentId: _agentId, seqIndex: _seqIndex, ...reported } = run;
-      result.runs.push(reported);
-    }
-  }
-  state.log.event("hook_gates", { projectRoot: root, event, cwd: dir, passed: result.passed, runs: result.runs.length });
-  return result;
 }

@@ -1,42 +1,33 @@
 // Runs bound triggers: each time an agent becomes waiting, its next action runs (gate,
-// then inject). Driven by events only: the status watch's "agent_status" changes, and,
-// after pu typed something itself, the agent's own output (a fast agent can answer
-// and show its prompt again before the status watch ever sees it streaming).
+// then inject). One driver per bound agent walks the sequence: an inject is a turn
+// (agents/turn.ts), so the driver goes on by itself once the agent has answered; a new
+// driver starts when the status watch reports a bound agent waiting, when a trigger is
+// assigned, or (after the spawn prompt's answer) when a bound agent starts.
 //
 // The manifest is the state: every transition is written (under the manifest lock)
 // before the runner moves on, so `pu status` shows it and a restarted daemon continues
 // where the last one stopped. A binding whose state is `gating` when no gate of this
 // daemon is running (the previous daemon died mid-gate) re-runs that gate.
 import { loadDefinition, renderTemplate, type TriggerAction, type TriggerDefinition } from "@pu/core/definitions";
-import { renderShellCommand } from "@pu/core/template";
-import { triggerTrustItem } from "@pu/core/trust";
 import { isPuError } from "@pu/core/errors";
 import { findAgent, type AgentEntry } from "@pu/core/manifest";
-import { deliverPrompt } from "./agent-launch.js";
-import { definitionScopes, triggerVarsOf } from "./definitions-service.js";
-import { appendGateRun, runGate, toGateRun, type GateOutcome } from "./gate-runner.js";
-import type { AgentStatusChange, EngineState, LiveAgent } from "./state.js";
-import { sessionStatus } from "./status-watch.js";
+import { renderShellCommand } from "@pu/core/template";
+import { triggerTrustItem } from "@pu/core/trust";
+import { sessionStatus, type LiveAgent } from "../agents/live-agent.js";
+import { startTurn, type TurnResult } from "../agents/turn.js";
+import type { EngineState } from "../state.js";
+import { definitionScopes, triggerVarsOf } from "./definitions.js";
+import { appendGateRun, runGate, toGateRun, type GateOutcome } from "./gates.js";
 
 /** How much gate output a fix request quotes. */
 const FIX_REQUEST_OUTPUT_BYTES = 4 * 1024;
-/** After pu typed into an agent, its output must be quiet this long before "is it waiting?" is asked. */
-const REPLY_SETTLE_MS = 150;
 
-interface AgentRun {
+interface Driver {
   live: LiveAgent;
-  /** A step (or the initial prompt delivery) is in progress: further waiting signals are ignored. */
-  busy: boolean;
-  /** The initial prompt is still being typed: waiting means nothing yet. */
-  held: boolean;
-  /** A waiting signal arrived while busy: look again once the step is done. */
-  kickedWhileBusy: boolean;
-  watchingOutput: boolean;
-  /** Ring offset right after pu last typed; a waiting signal needs output past it. */
-  typedUpTo?: number;
-  gate?: AbortController;
-  settleTimer?: NodeJS.Timeout;
-  unsubscribe: (() => void)[];
+  /** Stops the driver's gate or turn when the runner stops. */
+  abort: AbortController;
+  /** Asked to start while this one ran (e.g. the binding was replaced): look again when it ends. */
+  again: boolean;
 }
 
 /** The binding moved on (reassigned, or the agent is gone) while a step ran. */
@@ -48,112 +39,77 @@ interface Expected {
 }
 
 export class TriggerRunner {
-  private readonly runs = new Map<string, AgentRun>();
+  private readonly drivers = new Map<string, Driver>();
   private stopped = false;
-  private readonly onStatus = (change: AgentStatusChange): void => {
-    if (change.to === "waiting") this.kick(change.agentId);
-  };
+  private readonly unsubscribe: (() => void)[] = [];
 
   constructor(private readonly state: EngineState) {}
 
   start(): void {
-    this.state.events.on("agent_status", this.onStatus);
-  }
-
-  stop(): void {
-    this.stopped = true;
-    this.state.events.off("agent_status", this.onStatus);
-    for (const agentId of [...this.runs.keys()]) this.forget(agentId);
-  }
-
-  /**
-   * The agent's initial prompt is being typed: it is not waiting for a trigger
-   * action until that is done and it has answered.
-   */
-  holdWhile(agentId: string, delivery: Promise<unknown>): void {
-    const run = this.runFor(agentId);
-    if (!run) return;
-    // Called right after the entry is written, before any step resumes (see step()).
-    run.held = true;
-    void delivery.finally(() => {
-      if (this.runs.get(agentId) !== run) return;
-      run.held = false;
-      // Waiting before the prompt went in says nothing; the answer to the prompt will.
-      this.expectReply(run);
-    });
-  }
-
-  /** Asks: is this agent waiting with a trigger action due? Safe to call any time, any number of times. */
-  kick(agentId: string): void {
-    if (this.stopped) return;
-    const run = this.runFor(agentId);
-    if (!run || run.held) return;
-    if (run.busy) {
-      run.kickedWhileBusy = true;
-      return;
-    }
-    if (run.live.session.exitCode !== null || sessionStatus(run.live) !== "waiting") return;
-    if (run.typedUpTo !== undefined && run.live.session.ring.endOffset <= run.typedUpTo) return;
-    run.busy = true;
-    run.kickedWhileBusy = false;
-    void this.step(run)
-      .catch((err: unknown) => {
-        if (!(err instanceof BindingChanged)) {
-          this.state.log.event("trigger_step_failed", { projectRoot: run.live.projectRoot, agentId, error: err });
-        }
-      })
-      .finally(() => {
-        run.busy = false;
-        if (run.kickedWhileBusy) {
-          run.kickedWhileBusy = false;
-          this.kick(agentId);
-        }
-      });
-  }
-
-  private runFor(agentId: string): AgentRun | undefined {
-    const live = this.state.sessions.get(agentId);
-    if (!live || live.session.exitCode !== null) return undefined;
-    const existing = this.runs.get(agentId);
-    if (existing && existing.live === live) return existing;
-    if (existing) this.forget(agentId);
-    const run: AgentRun = { live, busy: false, held: false, kickedWhileBusy: false, watchingOutput: false, unsubscribe: [] };
-    // Mid-gate exit: the gate is stopped and the state stays as persisted.
-    run.unsubscribe.push(live.session.onExit(() => this.forget(agentId)));
-    this.runs.set(agentId, run);
-    return run;
-  }
-
-  private forget(agentId: string): void {
-    const run = this.runs.get(agentId);
-    if (!run) return;
-    this.runs.delete(agentId);
-    run.gate?.abort();
-    clearTimeout(run.settleTimer);
-    for (const off of run.unsubscribe) off();
-  }
-
-  /** After typing: watch the agent's output, and once it settles, ask whether it is waiting again. */
-  private expectReply(run: AgentRun): void {
-    run.typedUpTo = run.live.session.ring.endOffset;
-    if (run.watchingOutput) return;
-    run.watchingOutput = true;
-    run.unsubscribe.push(
-      run.live.session.onOutput(() => {
-        clearTimeout(run.settleTimer);
-        run.settleTimer = setTimeout(() => this.kick(run.live.agentId), REPLY_SETTLE_MS);
+    const { events } = this.state;
+    this.unsubscribe.push(
+      events.on("agent_status", (change) => {
+        if (change.to === "waiting") this.kick(change.agentId);
+      }),
+      events.on("trigger_assigned", ({ agentId }) => this.kick(agentId)),
+      events.on("agent_started", ({ live, entry, firstTurn }) => {
+        // The first action waits for the agent's answer to its spawn prompt.
+        if (firstTurn && entry.triggerName !== undefined && !entry.noTrigger) this.drive(live, firstTurn);
       }),
     );
   }
 
-  /** Runs due actions until one types into the agent (then the agent's answer drives the next step). */
-  private async step(run: AgentRun): Promise<void> {
-    const { live } = run;
+  stop(): void {
+    this.stopped = true;
+    for (const off of this.unsubscribe) off();
+    for (const driver of this.drivers.values()) driver.abort.abort();
+    this.drivers.clear();
+  }
+
+  /** Asks: is this agent waiting with a trigger action due? Safe to call any time, any number of times. */
+  private kick(agentId: string): void {
+    if (this.stopped) return;
+    const running = this.drivers.get(agentId);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const live = this.state.sessions.get(agentId);
+    if (!live || live.session.exitCode !== null || sessionStatus(live) !== "waiting") return;
+    this.drive(live);
+  }
+
+  /** Walks the agent's bound sequence (after `before` settles) until it must wait for something else. */
+  private drive(live: LiveAgent, before?: Promise<unknown>): void {
+    if (this.drivers.has(live.agentId)) return;
+    const driver: Driver = { live, abort: new AbortController(), again: false };
+    this.drivers.set(live.agentId, driver);
+    void (async () => {
+      if (before) {
+        const answer = (await before) as TurnResult | undefined;
+        if (answer && answer.outcome !== "waiting") return;
+      }
+      await this.walk(driver);
+    })()
+      .catch((err: unknown) => {
+        if (!(err instanceof BindingChanged)) {
+          this.state.log.event("trigger_step_failed", { projectRoot: live.projectRoot, agentId: live.agentId, error: err });
+        }
+      })
+      .finally(() => {
+        if (this.drivers.get(live.agentId) !== driver) return;
+        this.drivers.delete(live.agentId);
+        if (driver.again && !this.stopped) this.kick(live.agentId);
+      });
+  }
+
+  /** Runs due actions; each inject is a turn whose answer leads straight to the next action. */
+  private async walk(driver: Driver): Promise<void> {
+    const { live } = driver;
     await live.entryWritten;
-    // spawn calls holdWhile synchronously after writing the entry, so this sees it.
-    if (run.held) return;
     for (;;) {
-      if (this.stopped || live.session.exitCode !== null) return;
+      if (this.stopped || driver.abort.signal.aborted || live.session.exitCode !== null) return;
+      if (this.state.sessions.get(live.agentId) !== live) return;
       const m = await this.state.store.read(live.projectRoot);
       const agent = findAgent(m, live.agentId)?.agent;
       if (!agent || agent.suspended || agent.noTrigger || agent.triggerName === undefined) return;
@@ -173,15 +129,17 @@ export class TriggerRunner {
       const vars: Record<string, string> = { ...trigger.variables, ...triggerVarsOf(agent) };
 
       if (action.gate) {
-        const passed = await this.runActionGate(run, trigger, action, expected, vars, agent.gateAttempts ?? 0);
-        if (!passed) return;
+        const verdict = await this.runActionGate(driver, trigger, action, expected, vars, agent.gateAttempts ?? 0);
+        if (verdict === "stop") return;
+        // A fix request was answered: the same action's gate runs again.
+        if (verdict === "retry") continue;
       }
       const last = expected.seqIndex + 1 >= trigger.sequence.length;
+      let answer: Promise<TurnResult> | undefined;
       if (action.inject !== undefined) {
-        const text = renderTemplate(action.inject, vars).text;
-        const typed = await deliverPrompt(live.session, text);
-        if (!typed) return; // exited while we waited to type
-        this.expectReply(run);
+        const started = startTurn(this.state, live, renderTemplate(action.inject, vars).text, { signal: driver.abort.signal });
+        if (!(await started.typed)) return; // exited while we waited to type
+        answer = started.done;
       }
       await this.persist(live, expected, (a) => {
         a.triggerSeqIndex = expected.seqIndex + 1;
@@ -196,8 +154,9 @@ export class TriggerRunner {
         seqIndex: expected.seqIndex + 1,
         completed: last,
       });
-      // A gate-only action typed nothing, so no new waiting will come: go on to the next one now.
-      if (last || action.inject !== undefined) return;
+      if (last) return;
+      // A gate-only action typed nothing: go on to the next one now. After an inject, once answered.
+      if (answer && (await answer).outcome !== "waiting") return;
     }
   }
 
@@ -222,31 +181,30 @@ export class TriggerRunner {
     }
   }
 
-  /** Runs the action's gate; true when it passed. On failure: a fix request (retry left) or `failed`. */
+  /**
+   * Runs the action's gate. `pass`: go on. On failure with a retry left, a fix request is
+   * typed and answered (`retry`); otherwise the binding fails (`stop`).
+   */
   private async runActionGate(
-    run: AgentRun,
+    driver: Driver,
     trigger: TriggerDefinition,
     action: TriggerAction,
     expected: Expected,
     vars: Record<string, string>,
     attempts: number,
-  ): Promise<boolean> {
-    const { live } = run;
+  ): Promise<"pass" | "retry" | "stop"> {
+    const { live } = driver;
     const gate = action.gate;
-    if (!gate) return true;
+    if (!gate) return "pass";
     await this.persist(live, expected, (a) => {
       a.triggerState = "gating";
     });
     const { command, env: varEnv } = renderShellCommand(gate.run, vars);
-    const abort = new AbortController();
-    run.gate = abort;
-    let outcome: GateOutcome;
-    try {
-      outcome = await runGate({
+    const outcome: GateOutcome = await runGate({
         command,
         cwd: live.cwd,
         timeoutSeconds: gate.timeout_seconds,
-        signal: abort.signal,
+        signal: driver.abort.signal,
         env: {
           ...varEnv,
           PU_AGENT_ID: live.agentId,
@@ -255,10 +213,7 @@ export class TriggerRunner {
           PU_GATE_ATTEMPT: String(attempts + 1),
         },
       });
-    } finally {
-      if (run.gate === abort) run.gate = undefined;
-    }
-    if (outcome.aborted) return false; // the agent exited: leave the state as persisted
+    if (outcome.aborted) return "stop"; // the agent exited or the daemon stops: leave the state as persisted
     const record = toGateRun(outcome, {
       agentId: live.agentId,
       triggerName: trigger.name,
@@ -278,16 +233,17 @@ export class TriggerRunner {
       timedOut: outcome.timedOut,
       passed,
     });
-    if (passed) return true;
+    if (passed) return "pass";
 
     if (attempts < action.max_retries) {
       await this.persist(live, expected, (a) => {
         a.gateAttempts = attempts + 1;
         a.triggerState = "active";
       });
-      const typed = await deliverPrompt(live.session, fixRequest(outcome, gate.expect_exit, attempts + 1, action.max_retries));
-      if (typed) this.expectReply(run);
-      return false;
+      const fix = startTurn(this.state, live, fixRequest(outcome, gate.expect_exit, attempts + 1, action.max_retries), {
+        signal: driver.abort.signal,
+      });
+      return (await fix.done).outcome === "waiting" ? "retry" : "stop";
     }
     const error = `gate \`${command}\` ${describeResult(outcome, gate.expect_exit)} after ${attempts + 1} attempt${attempts === 0 ? "" : "s"}`;
     await this.persist(live, expected, (a) => {
@@ -296,7 +252,7 @@ export class TriggerRunner {
       a.error = error;
     });
     this.state.log.event("trigger_failed", { projectRoot: live.projectRoot, agentId: live.agentId, error });
-    return false;
+    return "stop";
   }
 
   /** One transition under the manifest lock, only if the binding is still the one this step read. */
@@ -318,7 +274,7 @@ function describeResult(outcome: GateOutcome, expectExit: number): string {
 }
 
 /** What is typed into the agent when its gate fails and it has a retry left. */
-export function fixRequest(outcome: GateOutcome, expectExit: number, attempt: number, maxRetries: number): string {
+function fixRequest(outcome: GateOutcome, expectExit: number, attempt: number, maxRetries: number): string {
   const bytes = Buffer.from(outcome.output.trimEnd());
   const tail = bytes.subarray(Math.max(0, bytes.length - FIX_REQUEST_OUTPUT_BYTES)).toString("utf8");
   return [

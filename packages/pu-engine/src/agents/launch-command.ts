@@ -4,9 +4,11 @@
  * typed into the PTY; it is never spliced into a shell command line.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { SESSION_ID_PLACEHOLDER, type AgentTypeConfig } from "@pu/core/config";
+import { agentTypeDescriptor, SESSION_ID_PLACEHOLDER } from "@pu/core/agent-types";
+import type { AgentTypeConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
 import { stripControlCharacters } from "@pu/core/prompt-text";
+import { shellQuote } from "@pu/core/template";
 
 export interface LaunchOptions {
   prompt?: string;
@@ -16,6 +18,8 @@ export interface LaunchOptions {
   /** An arbitrary command line (`pu spawn --command CMD`), replacing the type's command. */
   command?: string;
   planMode?: boolean;
+  /** Let the agent act without asking for each permission, where its type has such arguments. */
+  unattended?: boolean;
   resume?: boolean;
   /** Shell for the terminal type; defaults to $SHELL, else /bin/sh. */
   shell?: string;
@@ -29,13 +33,6 @@ export interface Launch {
   /** Human-readable command line for the manifest's `command` field (typed prompts excluded). */
   commandLine: string;
 }
-
-/** Used when a built-in type reaches us without its resumeArgs (they normally come from config). */
-const BUILTIN_RESUME_ARGS: Record<string, string[]> = {
-  claude: ["--resume", SESSION_ID_PLACEHOLDER],
-  codex: ["resume", "--last"],
-  opencode: ["--continue"],
-};
 
 /**
  * Shell syntax: quotes, expansions, operators, globs, `~`, escapes, comments,
@@ -68,21 +65,20 @@ export function buildLaunch(type: AgentTypeConfig & { name: string }, opts: Laun
   }
 
   const command = type.name === "terminal" && opts.shell ? opts.shell : type.command;
-  const planArgs = opts.planMode && type.name === "claude" ? ["--permission-mode", "plan"] : [];
+  const descriptor = agentTypeDescriptor(type.name);
+  const modeArgs = [...(opts.planMode ? (descriptor?.planModeArgs ?? []) : []), ...(opts.unattended ? (descriptor?.unattendedArgs ?? []) : [])];
+  const withSessionId = (args: readonly string[], action: "start" | "resume") =>
+    args.map((arg) => (arg.includes(SESSION_ID_PLACEHOLDER) ? arg.replaceAll(SESSION_ID_PLACEHOLDER, requireSessionId(opts.sessionId, action)) : arg));
 
   if (opts.resume) {
-    const resumeArgs = type.resumeArgs ?? BUILTIN_RESUME_ARGS[type.name];
+    const resumeArgs = type.resumeArgs ?? descriptor?.resumeArgs;
     // A type with no way to resume (a terminal, say) simply starts afresh, without the old prompt.
-    const args = (resumeArgs ?? []).map((arg) =>
-      arg.includes(SESSION_ID_PLACEHOLDER)
-        ? arg.replaceAll(SESSION_ID_PLACEHOLDER, requireSessionId(opts.sessionId, "resume"))
-        : arg,
-    );
-    return fromConfiguredCommand(command, [...args, ...type.launchArgs, ...planArgs, ...extraArgs]);
+    const args = withSessionId(resumeArgs ?? [], "resume");
+    return fromConfiguredCommand(command, [...args, ...type.launchArgs, ...modeArgs, ...extraArgs]);
   }
 
-  const sessionArgs = type.name === "claude" ? ["--session-id", requireSessionId(opts.sessionId, "start")] : [];
-  const args = [...sessionArgs, ...type.launchArgs, ...planArgs, ...extraArgs];
+  const sessionArgs = withSessionId(descriptor?.sessionIdArgs ?? [], "start");
+  const args = [...sessionArgs, ...type.launchArgs, ...modeArgs, ...extraArgs];
   if (prompt === undefined) return fromConfiguredCommand(command, args);
   if (type.promptFlag) return fromConfiguredCommand(command, [...args, type.promptFlag, prompt]);
   if (!type.interactive) return fromConfiguredCommand(command, [...args, prompt]);
@@ -108,11 +104,6 @@ function requireSessionId(sessionId: string | undefined, action: "start" | "resu
   return sessionId;
 }
 
-/** Quotes a word for display so the command line reads back as the same argv. */
-export function shellQuote(word: string): string {
-  if (word !== "" && /^[A-Za-z0-9_@%+=:,./-]+$/.test(word)) return word;
-  return `'${word.replace(/'/g, `'\\''`)}'`;
-}
 
 export interface LaunchEnvOptions {
   agentId: string;

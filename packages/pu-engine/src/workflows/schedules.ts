@@ -27,11 +27,10 @@ import {
 import { PuError } from "@pu/core/errors";
 import { puDir } from "@pu/core/paths";
 import { missedRuns, nextRun, type RecurrenceSpec } from "@pu/core/recurrence";
-import type { RequestOf } from "@pu/ipc/protocol";
-import { agentDefinitionSpawnFields, definitionScopes } from "./definitions-service.js";
-import { runSwarm } from "./handlers/run-swarm.js";
-import { handleSpawn } from "./handlers/spawn.js";
-import type { EngineState } from "./state.js";
+import type { EngineState } from "../state.js";
+import { agentDefinitionSpawnFields, definitionScopes, type SpawnFields } from "./definitions.js";
+import { spawnAgent } from "./spawn.js";
+import { runSwarm } from "./swarm.js";
 
 /** setTimeout's limit; a longer delay fires at once. An early wake-up just re-arms. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -48,8 +47,16 @@ export class Scheduler {
   private timer: NodeJS.Timeout | undefined;
   private queue: Promise<void> = Promise.resolve();
   private stopped = false;
+  private readonly unsubscribe: (() => void)[];
 
-  constructor(private readonly state: EngineState) {}
+  constructor(private readonly state: EngineState) {
+    this.unsubscribe = [
+      state.events.on("definition_changed", ({ kind, name }) => {
+        if (kind === "schedule") this.rearm(`schedule ${name} changed`);
+      }),
+      state.events.on("project_added", () => this.rearm("project added")),
+    ];
+  }
 
   /** First look after a start: past-due runs are counted as missed, never fired. */
   start(): Promise<void> {
@@ -58,12 +65,13 @@ export class Scheduler {
 
   stop(): void {
     this.stopped = true;
+    for (const off of this.unsubscribe) off();
     clearTimeout(this.timer);
     this.timer = undefined;
   }
 
   /** Something changed (a schedule saved, deleted, toggled; a project added): look again. */
-  rearm(reason: string): void {
+  private rearm(reason: string): void {
     void this.enqueue("look", reason);
   }
 
@@ -184,7 +192,7 @@ async function fireSchedule(state: EngineState, root: string, schedule: Schedule
     }
     return;
   }
-  const fields: Omit<RequestOf<"spawn">, "type" | "id" | "projectRoot"> =
+  const fields: SpawnFields =
     target.agentDef !== undefined
       ? await agentDefinitionSpawnFields(state, root, target.agentDef, vars)
       : { prompt: renderTemplate(target.inlinePrompt ?? "", vars ?? {}).text, ...(target.agent ? { agent: target.agent } : {}) };
@@ -198,7 +206,7 @@ async function fireSchedule(state: EngineState, root: string, schedule: Schedule
   } else {
     fields.name = schedule.name;
   }
-  await handleSpawn(state, { type: "spawn", id: 0, projectRoot: root, ...fields });
+  await spawnAgent(state, root, fields);
 }
 
 // ---- files ------------------------------------------------------------------

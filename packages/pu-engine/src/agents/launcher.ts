@@ -1,0 +1,432 @@
+/**
+ * The one way an agent process starts (and restarts): every path that runs an agent —
+ * spawn, play, swarms, schedules, and the orchestration built on them — describes the
+ * agent and calls `launchAgent` or `resumeAgent`. Each is a transaction: whatever it
+ * created (worktree, PTY, registry entry) is undone when a later step fails, so a failed
+ * start leaves nothing behind but a clear error.
+ */
+import path from "node:path";
+import { agentDisplayName, usesSessionId } from "@pu/core/agent-types";
+import { loadConfig, resolveAgentType, type AgentTypeConfig, type Config } from "@pu/core/config";
+import { PuError } from "@pu/core/errors";
+import { newAgentId, newSessionId, newWorktreeId } from "@pu/core/ids";
+import type { AgentEntry, Manifest, WorktreeEntry } from "@pu/core/manifest";
+import { normalizeWorktreeName, refuseControlCharacters, validateAgentName } from "@pu/core/names";
+import { worktreesDir } from "@pu/core/paths";
+import { agentTypeTrustItem } from "@pu/core/trust";
+import { AgentSession } from "../agent-session.js";
+import { installWorktreeHooks } from "../git/hooks.js";
+import { createWorktree, removeWorktree, type CreatedWorktree } from "../git/worktree.js";
+import { findExecutable, processStartTime } from "../process-info.js";
+import { agentIn, nowIso, refuseWhileStopping, worktreeIn, type EngineState } from "../state.js";
+import { buildEnv, buildLaunch, type Launch } from "./launch-command.js";
+import type { LiveAgent } from "./live-agent.js";
+import { dropSession, registerSession } from "./registry.js";
+import { startTurn } from "./turn.js";
+
+/** Where a new agent runs. */
+export type LaunchPlacement =
+  /** the project root itself */
+  | { kind: "root" }
+  /** an active worktree, by id or unique name */
+  | { kind: "worktree"; worktree: string }
+  /** a fresh worktree; named after `name`, else the prompt, else the agent type */
+  | { kind: "new"; name?: string; base?: string };
+
+export interface LaunchDescription {
+  /** An initialized project (resolved by the caller). */
+  projectRoot: string;
+  /** Default: `terminal` with a command, else the project's default agent. */
+  agentType?: string;
+  prompt?: string;
+  /** A command line replacing the type's program: the person's own, so no trust is asked. */
+  command?: string;
+  extraArgs?: string[];
+  planMode?: boolean;
+  unattended?: boolean;
+  /** Extra environment; pu's own PU_* variables win. */
+  env?: Record<string, string>;
+  placement: LaunchPlacement;
+  /** The agent's display name (for a new worktree the worktree takes the name, the agent its type's). */
+  name?: string;
+  cols?: number;
+  rows?: number;
+  /** Recorded on the manifest entry as given (a trigger binding, `noTrigger`...). */
+  entryFields?: Partial<AgentEntry>;
+  /** Written for the person in the reply, ahead of the launcher's own notes. */
+  warnings?: string[];
+}
+
+export interface LaunchedAgent {
+  agentId: string;
+  cwd: string;
+  entry: AgentEntry;
+  worktreeId?: string;
+  worktreePath?: string;
+  branch?: string;
+  warnings: string[];
+  live: LiveAgent;
+}
+
+/**
+ * Finds the program before anything is created, so a missing binary is a clear
+ * SPAWN_FAILED instead of a PTY that prints an error and dies.
+ */
+function ensureExecutable(file: string, cwd: string, envPath: string | undefined): void {
+  if (findExecutable(file, cwd, envPath) !== undefined) return;
+  throw new PuError(
+    "SPAWN_FAILED",
+    file.includes("/") ? `command '${file}' not found or not executable` : `command '${file}' not found on PATH`,
+  );
+}
+
+function agentTypeOrThrow(config: Config, name: string): AgentTypeConfig {
+  try {
+    return resolveAgentType(config, name);
+  } catch (err) {
+    throw new PuError("INVALID_ARGUMENT", `unknown agent type '${name}' (known: ${Object.keys(config.agents).join(", ")})`, {
+      cause: err,
+    });
+  }
+}
+
+/** The first few words of the prompt make a readable worktree name. */
+function nameFromPrompt(prompt: string): string | undefined {
+  const words = prompt.trim().split(/\s+/).slice(0, 5).join(" ");
+  try {
+    return normalizeWorktreeName(words).slice(0, 40).replace(/-+$/, "") || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `base`, `base-2`, `base-3`… whichever no worktree of the project has used. */
+function uniqueName(m: Manifest, base: string): string {
+  const taken = new Set(Object.values(m.worktrees).map((w) => w.name));
+  if (!taken.has(base)) return base;
+  for (let n = 2; ; n++) {
+    const candidate = `${base}-${n}`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+type Placement =
+  | { kind: "root"; cwd: string }
+  | { kind: "existing"; cwd: string; worktree: WorktreeEntry }
+  | { kind: "new"; cwd: string; worktreeId: string; name: string; base?: string };
+
+function place(m: Manifest, root: string, desc: LaunchDescription, agentType: string): Placement {
+  const where = desc.placement;
+  if (where.kind === "root") return { kind: "root", cwd: root };
+  if (where.kind === "worktree") {
+    const wt = worktreeIn(m, where.worktree);
+    if (wt.status !== "active") {
+      throw new PuError("INVALID_STATE", `worktree ${wt.id} (${wt.name}) is ${wt.status}; agents can only join an active worktree`);
+    }
+    return { kind: "existing", cwd: wt.path, worktree: wt };
+  }
+  const base =
+    // Checked as text first: normalizing would quietly drop control characters a name must not have.
+    (where.name !== undefined ? normalizeWorktreeName(refuseControlCharacters("worktree name", where.name)) : undefined) ??
+    (desc.prompt ? nameFromPrompt(desc.prompt) : undefined) ??
+    normalizeWorktreeName(agentType);
+  const worktreeId = newWorktreeId();
+  const placement: Placement = { kind: "new", cwd: path.join(worktreesDir(root), worktreeId), worktreeId, name: uniqueName(m, base) };
+  if (where.base !== undefined) placement.base = where.base;
+  return placement;
+}
+
+/** Starts a new agent: checks, worktree, PTY, registry, manifest entry; the prompt is typed after. */
+export async function launchAgent(state: EngineState, desc: LaunchDescription): Promise<LaunchedAgent> {
+  refuseWhileStopping(state);
+  const root = desc.projectRoot;
+  const warnings = [...(desc.warnings ?? [])];
+  const config = await loadConfig(root);
+  const agentType = desc.agentType ?? (desc.command !== undefined ? "terminal" : config.defaultAgent);
+  const typeConfig = agentTypeOrThrow(config, agentType);
+  if (desc.command === undefined) await state.trust.require(root, [agentTypeTrustItem(root, agentType, typeConfig)]);
+  const agentId = newAgentId();
+  const sessionId = usesSessionId(agentType) ? newSessionId() : undefined;
+  let launch: Launch;
+  try {
+    launch = buildLaunch({ ...typeConfig, name: agentType }, {
+      prompt: desc.prompt,
+      sessionId,
+      extraArgs: desc.extraArgs,
+      command: desc.command,
+      planMode: desc.planMode,
+      unattended: desc.unattended,
+    });
+  } catch (err) {
+    throw err instanceof PuError ? err : new PuError("SPAWN_FAILED", `cannot build the ${agentType} command: ${(err as Error).message}`);
+  }
+
+  const m = await state.store.read(root);
+  const placement = place(m, root, desc, agentType);
+  // Checked before any process starts: a failure after the spawn would leave a PTY with no manifest entry.
+  const agentName =
+    placement.kind === "new" ? agentDisplayName(agentType) : validateAgentName(desc.name ?? agentDisplayName(agentType));
+  const worktreeId = placement.kind === "new" ? placement.worktreeId : placement.kind === "existing" ? placement.worktree.id : undefined;
+  const env = buildEnv(process.env, { agentId, projectRoot: root, worktreeId, extra: desc.env });
+  // A relative program path means relative to where the agent runs; the worktree does not exist yet.
+  ensureExecutable(launch.file, placement.kind === "new" ? root : placement.cwd, env.PATH);
+
+  let created: CreatedWorktree | undefined;
+  if (placement.kind === "new") {
+    created = await createWorktree({
+      projectRoot: root,
+      worktreesDir: worktreesDir(root),
+      worktreeId: placement.worktreeId,
+      name: placement.name,
+      base: placement.base,
+      envFiles: config.envFiles,
+    });
+    warnings.push(...created.notes);
+  }
+  const rollBackWorktree = async (): Promise<void> => {
+    if (!created) return;
+    await removeWorktree({ projectRoot: root, worktreesDir: worktreesDir(root), path: created.path, branch: created.branch }).catch(
+      (err: unknown) => state.log.event("spawn_rollback_failed", { projectRoot: root, path: created?.path, error: err }),
+    );
+  };
+  if (created) {
+    try {
+      warnings.push(...(await installWorktreeHooks(state, root, created.path)));
+    } catch (err) {
+      await rollBackWorktree();
+      throw err;
+    }
+  }
+
+  let session: AgentSession;
+  try {
+    session = AgentSession.spawn({
+      agentId,
+      file: launch.file,
+      args: launch.args,
+      cwd: placement.cwd,
+      env,
+      cols: desc.cols,
+      rows: desc.rows,
+      ringBytes: config.outputBufferBytes,
+    });
+  } catch (err) {
+    await rollBackWorktree();
+    throw err instanceof PuError ? err : new PuError("SPAWN_FAILED", `cannot start ${launch.file}: ${(err as Error).message}`);
+  }
+
+  // Checked right before registering, with no await in between: shutdown raises the flag
+  // first and lists the sessions to stop later, so this agent is either on that list or refused.
+  if (state.stopping) {
+    await session.kill({ graceMs: 1000 }).catch(() => undefined);
+    await rollBackWorktree();
+    refuseWhileStopping(state);
+  }
+  const { live, entryReady } = registerSession(state, {
+    agentId,
+    projectRoot: root,
+    worktreeId,
+    agentType,
+    cwd: placement.cwd,
+    session,
+    idleThresholdSeconds: config.idleThresholdSeconds,
+  });
+
+  const startedAt = nowIso();
+  const entry: AgentEntry = {
+    id: agentId,
+    name: agentName,
+    agentType,
+    status: "streaming",
+    startedAt,
+    pid: session.pid,
+    ...desc.entryFields,
+  };
+  const startTime = processStartTime(session.pid);
+  if (startTime !== null) entry.pidStartTime = startTime;
+  if (sessionId) entry.sessionId = sessionId;
+  if (desc.prompt) entry.prompt = desc.prompt;
+  if (desc.command !== undefined) entry.command = desc.command;
+  if (desc.planMode) entry.planMode = true;
+  if (desc.env && Object.keys(desc.env).length > 0) entry.env = { ...desc.env };
+
+  try {
+    await state.updateManifest(root, (fresh) => {
+      let agents: Record<string, AgentEntry>;
+      if (placement.kind === "new" && created) {
+        const wt: WorktreeEntry = {
+          id: placement.worktreeId,
+          name: created.name,
+          path: created.path,
+          branch: created.branch,
+          baseBranch: created.baseBranch,
+          status: "active",
+          agents: {},
+          createdAt: startedAt,
+        };
+        fresh.worktrees[wt.id] = wt;
+        agents = wt.agents;
+      } else if (placement.kind === "existing") {
+        const wt = fresh.worktrees[placement.worktree.id];
+        if (!wt || wt.status !== "active") throw new PuError("INVALID_STATE", `worktree ${placement.worktree.id} is no longer active`);
+        agents = wt.agents;
+      } else {
+        agents = fresh.agents;
+      }
+      agents[agentId] = entry;
+    });
+  } catch (err) {
+    live.stopIntent = "kill";
+    entryReady();
+    await session.kill({ graceMs: 1000 }).catch(() => undefined);
+    dropSession(state, agentId);
+    await rollBackWorktree();
+    throw err;
+  }
+  entryReady();
+
+  let firstTurn: Promise<unknown> | undefined;
+  if (launch.promptToType !== undefined) {
+    // Typed after the reply: the agent needs time to draw its prompt first.
+    live.promptPending = true;
+    const started = startTurn(state, live, launch.promptToType);
+    void started.typed.finally(() => {
+      live.promptPending = false;
+      state.events.emit("agent_prompt_delivered", { live });
+    });
+    firstTurn = started.done;
+  }
+  state.events.emit("agent_started", {
+    projectRoot: root,
+    agentId,
+    agentType,
+    pid: session.pid,
+    resumed: false,
+    live,
+    entry,
+    ...(firstTurn ? { firstTurn } : {}),
+  });
+  state.log.event("spawn", {
+    projectRoot: root,
+    agentId,
+    agentType,
+    worktreeId,
+    agentPid: session.pid,
+    file: launch.file,
+    cwd: placement.cwd,
+  });
+
+  const launched: LaunchedAgent = { agentId, cwd: placement.cwd, entry, warnings, live };
+  if (worktreeId) launched.worktreeId = worktreeId;
+  if (created) {
+    launched.worktreePath = created.path;
+    launched.branch = created.branch;
+  } else if (placement.kind === "existing") {
+    launched.worktreePath = placement.worktree.path;
+    launched.branch = placement.worktree.branch;
+  }
+  return launched;
+}
+
+/** `pu play`: restarts a suspended agent with its type's resume command, in the same directory. */
+export async function resumeAgent(state: EngineState, root: string, agentId: string): Promise<AgentEntry> {
+  refuseWhileStopping(state);
+  const m = await state.store.read(root);
+  const { agent, worktree } = agentIn(m, agentId);
+  if (!agent.suspended) throw new PuError("INVALID_STATE", `${agent.id} is not suspended`);
+  if (state.isRunning(agent.id)) throw new PuError("INVALID_STATE", `${agent.id} is already running`);
+  // Checked and claimed with no await in between: a second resume would start a second process.
+  if (state.resuming.has(agent.id)) throw new PuError("INVALID_STATE", `${agent.id} is already being resumed`);
+  state.resuming.add(agent.id);
+  try {
+    return await startResumed(state, root, agent, worktree);
+  } finally {
+    state.resuming.delete(agent.id);
+  }
+}
+
+async function startResumed(state: EngineState, root: string, agent: AgentEntry, worktree: WorktreeEntry | undefined): Promise<AgentEntry> {
+  const cwd = worktree ? worktree.path : root;
+
+  let session: AgentSession;
+  let idleThresholdSeconds: number;
+  try {
+    if (worktree && worktree.status === "cleaned") throw new Error(`its worktree ${worktree.id} has been cleaned`);
+    const config = await loadConfig(root);
+    idleThresholdSeconds = config.idleThresholdSeconds;
+    const type = config.agents[agent.agentType];
+    if (!type) throw new Error(`agent type '${agent.agentType}' is no longer configured`);
+    if (agent.command === undefined) await state.trust.require(root, [agentTypeTrustItem(root, agent.agentType, type)]);
+    const launch = buildLaunch({ ...type, name: agent.agentType }, {
+      resume: true,
+      sessionId: agent.sessionId,
+      command: agent.command,
+      planMode: agent.planMode,
+    });
+    const env = buildEnv(process.env, { agentId: agent.id, projectRoot: root, worktreeId: worktree?.id, extra: agent.env });
+    ensureExecutable(launch.file, cwd, env.PATH);
+    session = AgentSession.spawn({ agentId: agent.id, file: launch.file, args: launch.args, cwd, env, ringBytes: config.outputBufferBytes });
+  } catch (err) {
+    const reason = (err as Error).message;
+    await state
+      .updateManifest(root, (fresh) => {
+        agentIn(fresh, agent.id).agent.error = `resume failed: ${reason}`;
+      })
+      .catch((writeErr: unknown) => state.log.event("resume_record_failed", { projectRoot: root, agentId: agent.id, error: writeErr }));
+    state.log.event("resume_failed", { projectRoot: root, agentId: agent.id, error: err });
+    throw new PuError("RESUME_FAILED", `cannot resume ${agent.id}: ${reason}`, { cause: err });
+  }
+
+  // As in launchAgent: no await between this check and registering, so shutdown either
+  // stops this process with the others or it never joins them.
+  if (state.stopping) {
+    await session.kill({ graceMs: 1000 }).catch(() => undefined);
+    refuseWhileStopping(state);
+  }
+  // The previous (suspended) session's output is superseded by the new process's.
+  dropSession(state, agent.id);
+  const { live, entryReady } = registerSession(state, {
+    agentId: agent.id,
+    projectRoot: root,
+    worktreeId: worktree?.id,
+    agentType: agent.agentType,
+    cwd,
+    session,
+    idleThresholdSeconds,
+  });
+  let updated: AgentEntry;
+  try {
+    updated = await state.updateManifest(root, (fresh) => {
+      const entry = agentIn(fresh, agent.id).agent;
+      delete entry.suspended;
+      delete entry.suspendedAt;
+      delete entry.error;
+      delete entry.exitCode;
+      delete entry.completedAt;
+      entry.status = "streaming";
+      entry.pid = session.pid;
+      const startTime = processStartTime(session.pid);
+      if (startTime !== null) entry.pidStartTime = startTime;
+      return { ...entry };
+    });
+  } catch (err) {
+    // The manifest still names the old, suspended process: the new one must not run unseen.
+    live.stopIntent = "kill";
+    entryReady();
+    await session.kill({ graceMs: 1000 }).catch(() => undefined);
+    dropSession(state, agent.id);
+    throw err;
+  }
+  entryReady();
+  state.events.emit("agent_started", {
+    projectRoot: root,
+    agentId: agent.id,
+    agentType: agent.agentType,
+    pid: session.pid,
+    resumed: true,
+    live,
+    entry: updated,
+  });
+  state.log.event("resume", { projectRoot: root, agentId: agent.id, agentPid: session.pid, cwd });
+  return updated;
+}

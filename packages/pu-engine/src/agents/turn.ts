@@ -1,0 +1,132 @@
+/**
+ * One turn of an agent: type a text into it the way a person would, then wait until it
+ * has answered and is waiting again (or exits). Triggers, and the queue's steps, group
+ * members and plan roles built on top, all drive agents through this.
+ *
+ * "Answered" needs output past the point where the typing ended: an agent that still
+ * shows its old prompt right after the Enter has not started, let alone finished. The
+ * answer is judged each time the status watch reports the agent waiting, and after each
+ * burst of output has been quiet for a moment (a fast agent can answer and show its
+ * prompt again before the status watch ever sees it streaming).
+ */
+import { deliverPrompt, type DeliverPromptOptions } from "./launch-command.js";
+import type { EngineState } from "../state.js";
+import { sessionStatus, type LiveAgent } from "./live-agent.js";
+
+/** After output, it must be quiet this long before "is it waiting?" is asked. */
+const REPLY_SETTLE_MS = 150;
+
+export interface TurnResult {
+  /**
+   * `waiting`: it answered and waits for the next thing. `exited`: the process ended first
+   * (or before the text could be typed). `aborted`: the caller's signal. `timed_out`: the
+   * caller's time limit passed with the agent still busy.
+   */
+  outcome: "waiting" | "exited" | "aborted" | "timed_out";
+  /** Everything the agent printed during the turn (raw terminal output, as far as the ring still holds it). */
+  output: string;
+  /** Ring offsets the turn's output spans. */
+  fromOffset: number;
+  toOffset: number;
+  exitCode?: number;
+  durationMs: number;
+}
+
+export interface TurnOptions {
+  signal?: AbortSignal;
+  /** Give up waiting for the answer after this long (the agent keeps running). */
+  timeoutMs?: number;
+  deliver?: DeliverPromptOptions;
+}
+
+export interface StartedTurn {
+  /** Settles once the text is typed (true) or could not be, the agent having exited (false). */
+  typed: Promise<boolean>;
+  /** Settles when the turn is over; never rejects. */
+  done: Promise<TurnResult>;
+}
+
+/** Types `text` into the agent and follows the turn it starts. */
+export function startTurn(state: EngineState, live: LiveAgent, text: string, options: TurnOptions = {}): StartedTurn {
+  const startedAt = Date.now();
+  const typed = deliverPrompt(live.session, text, options.deliver).catch((err: unknown) => {
+    state.log.event("prompt_delivery_failed", { projectRoot: live.projectRoot, agentId: live.agentId, error: err });
+    return false;
+  });
+  const done = typed.then((ok) =>
+    ok ? awaitAnswer(state, live, live.session.ring.endOffset, { ...options, startedAt }) : finish(live, "exited", live.session.ring.endOffset, startedAt),
+  );
+  return { typed, done };
+}
+
+/** `startTurn` for callers that only need the end of the turn. */
+export function turn(state: EngineState, live: LiveAgent, text: string, options: TurnOptions = {}): Promise<TurnResult> {
+  return startTurn(state, live, text, options).done;
+}
+
+/**
+ * Waits for the answer to something already typed: the agent is waiting again with output
+ * past `fromOffset`, or it exited.
+ */
+export function awaitAnswer(
+  state: EngineState,
+  live: LiveAgent,
+  fromOffset: number,
+  options: TurnOptions & { startedAt?: number } = {},
+): Promise<TurnResult> {
+  const startedAt = options.startedAt ?? Date.now();
+  const { session } = live;
+  return new Promise<TurnResult>((resolve) => {
+    let settleTimer: NodeJS.Timeout | undefined;
+    let limitTimer: NodeJS.Timeout | undefined;
+    const cleanups: (() => void)[] = [];
+    let over = false;
+    const end = (outcome: TurnResult["outcome"]) => {
+      if (over) return;
+      over = true;
+      clearTimeout(settleTimer);
+      clearTimeout(limitTimer);
+      for (const off of cleanups) off();
+      resolve(finish(live, outcome, fromOffset, startedAt));
+    };
+    const judge = () => {
+      if (session.exitCode !== null) return end("exited");
+      if (session.ring.endOffset > fromOffset && sessionStatus(live) === "waiting") end("waiting");
+    };
+
+    cleanups.push(session.onExit(() => end("exited")));
+    cleanups.push(
+      session.onOutput(() => {
+        clearTimeout(settleTimer);
+        settleTimer = setTimeout(judge, REPLY_SETTLE_MS);
+      }),
+    );
+    cleanups.push(
+      state.events.on("agent_status", (change) => {
+        if (change.agentId === live.agentId && change.to === "waiting") judge();
+      }),
+    );
+    if (options.signal) {
+      const onAbort = () => end("aborted");
+      if (options.signal.aborted) return onAbort();
+      options.signal.addEventListener("abort", onAbort, { once: true });
+      cleanups.push(() => options.signal?.removeEventListener("abort", onAbort));
+    }
+    if (options.timeoutMs !== undefined) limitTimer = setTimeout(() => end("timed_out"), options.timeoutMs);
+    // It may have answered (and gone quiet) while the typing finished.
+    judge();
+  });
+}
+
+function finish(live: LiveAgent, outcome: TurnResult["outcome"], fromOffset: number, startedAt: number): TurnResult {
+  const slice = live.session.ring.read(fromOffset);
+  const result: TurnResult = {
+    outcome,
+    output: slice.data.toString("utf8"),
+    fromOffset: slice.offset,
+    toOffset: slice.offset + slice.data.length,
+    durationMs: Date.now() - startedAt,
+  };
+  if (live.session.exitCode !== null) result.exitCode = live.session.exitCode;
+  return result;
+}
