@@ -5,7 +5,7 @@ import { homedir } from "node:os";
 import path from "node:path";
 import type { DefinitionGetResult, DefinitionKind, DefinitionSummary } from "@pu/ipc/protocol";
 import { isPuError, PuError } from "@pu/core/errors";
-import { findProjectRoot, puHome } from "@pu/core/paths";
+import { DEFINITION_KIND_TABLE, findProjectRoot, puHome } from "@pu/core/paths";
 import { escapeControlCharacters, validateDefinitionName } from "@pu/core/names";
 import { Option } from "./clipanion.js";
 import { parseVars } from "./commands/spawn.js";
@@ -19,7 +19,7 @@ import { CliUsageError } from "./usage-error.js";
 export interface DefinitionNoun {
   kind: DefinitionKind;
   /** The CLI noun: `pu <noun> list`. */
-  noun: "trigger" | "prompt" | "agent" | "swarm" | "schedule";
+  noun: (typeof DEFINITION_KIND_TABLE)[DefinitionKind]["noun"];
   /** Plural for messages ("prompt templates"). */
   plural: string;
   /** Directory under `.pu/` and `$PU_HOME`. */
@@ -28,13 +28,18 @@ export interface DefinitionNoun {
   ext: ".md" | ".yaml";
 }
 
+function nounOf<K extends DefinitionKind>(kind: K) {
+  return { kind, ...DEFINITION_KIND_TABLE[kind] };
+}
+
+/** The CLI's nouns, from pu-core's definition-kind table. */
 export const NOUNS = {
-  trigger: { kind: "trigger", noun: "trigger", plural: "triggers", dir: "triggers", ext: ".yaml" },
-  prompt: { kind: "template", noun: "prompt", plural: "prompt templates", dir: "templates", ext: ".md" },
-  agent: { kind: "agent", noun: "agent", plural: "agent definitions", dir: "agents", ext: ".yaml" },
-  swarm: { kind: "swarm", noun: "swarm", plural: "swarms", dir: "swarms", ext: ".yaml" },
-  schedule: { kind: "schedule", noun: "schedule", plural: "schedules", dir: "schedules", ext: ".yaml" },
-} as const satisfies Record<string, DefinitionNoun>;
+  trigger: nounOf("trigger"),
+  prompt: nounOf("template"),
+  agent: nounOf("agent"),
+  swarm: nounOf("swarm"),
+  schedule: nounOf("schedule"),
+} satisfies Record<string, DefinitionNoun>;
 
 /** A definition name from the command line; a bad one is a usage error before any request. */
 export function checkedName(noun: DefinitionNoun, name: string): string {

@@ -11,27 +11,17 @@ import { isMap, isScalar, parseDocument, Scalar, stringify } from "yaml";
 import { z } from "zod";
 import { PuError } from "./errors.js";
 import { validateDefinitionName } from "./names.js";
-import { puDir, type DefinitionKind } from "./paths.js";
+import { DEFINITION_KIND_TABLE, definitionDirName, puDir, type DefinitionKind } from "./paths.js";
 import { isNamedRecurrence, isScheduleTimestamp, isValidTimeZone, validateRecurrence } from "./recurrence.js";
 import { parseTemplate, TemplateFrontmatterSchema } from "./template.js";
 
 export type { DefinitionKind } from "./paths.js";
 export { renderTemplate } from "./template.js";
 
-export const DEFINITION_DIRS = {
-  template: "templates",
-  agent: "agents",
-  swarm: "swarms",
-  trigger: "triggers",
-  schedule: "schedules",
-} as const satisfies Record<DefinitionKind, string>;
-
-export const DEFINITION_KINDS = Object.keys(DEFINITION_DIRS) as DefinitionKind[];
-
 export type DefinitionScope = "local" | "global";
 
 export function definitionExtension(kind: DefinitionKind): ".md" | ".yaml" {
-  return kind === "template" ? ".md" : ".yaml";
+  return DEFINITION_KIND_TABLE[kind].ext;
 }
 
 // ---- schemas ----------------------------------------------------------------
@@ -344,7 +334,7 @@ export function scopeDir(scope: DefinitionScope, scopes: DefinitionScopes): stri
 /** `<scopeDir>/<kind dir>/<name>.<ext>`; `scopeDir` is `<root>/.pu` or `$PU_HOME`. */
 export function definitionPath(kind: DefinitionKind, name: string, scopeDirectory: string): string {
   validateDefinitionName(name);
-  return join(scopeDirectory, DEFINITION_DIRS[kind], `${name}${definitionExtension(kind)}`);
+  return join(scopeDirectory, definitionDirName(kind), `${name}${definitionExtension(kind)}`);
 }
 
 /** How a path appears in messages: local files relative to the project root (`.pu/triggers/x.yaml`). */
@@ -372,7 +362,7 @@ export async function listDefinitions(kind: DefinitionKind, scopes: DefinitionSc
   const summaries: DefinitionSummary[] = [];
   const seen = new Set<string>();
   for (const scope of scopesInOrder(scopes)) {
-    const dir = join(scopeDir(scope, scopes), DEFINITION_DIRS[kind]);
+    const dir = join(scopeDir(scope, scopes), definitionDirName(kind));
     for (const name of await definitionNamesIn(dir, kind)) {
       if (seen.has(name)) continue;
       seen.add(name);

@@ -88,11 +88,25 @@ export function worktreesDir(root: string): string {
   return join(puDir(root), "worktrees");
 }
 
-export type DefinitionKind = "template" | "agent" | "swarm" | "trigger" | "schedule";
+/**
+ * The definition kinds, in one table that core, the protocol and the CLI all read: the
+ * directory each lives in (under `.pu/` and `$PU_HOME`), its file extension, and how the
+ * CLI names it (`pu prompt ...` manages templates).
+ */
+export const DEFINITION_KIND_TABLE = {
+  template: { dir: "templates", ext: ".md", noun: "prompt", plural: "prompt templates" },
+  agent: { dir: "agents", ext: ".yaml", noun: "agent", plural: "agent definitions" },
+  swarm: { dir: "swarms", ext: ".yaml", noun: "swarm", plural: "swarms" },
+  trigger: { dir: "triggers", ext: ".yaml", noun: "trigger", plural: "triggers" },
+  schedule: { dir: "schedules", ext: ".yaml", noun: "schedule", plural: "schedules" },
+} as const;
 
-/** Definition directories are the plural of the kind: `templates/`, `agents/`, ... */
+export type DefinitionKind = keyof typeof DEFINITION_KIND_TABLE;
+
+export const DEFINITION_KINDS = Object.keys(DEFINITION_KIND_TABLE) as [DefinitionKind, ...DefinitionKind[]];
+
 export function definitionDirName(kind: DefinitionKind): string {
-  return `${kind}s`;
+  return DEFINITION_KIND_TABLE[kind].dir;
 }
 
 /**

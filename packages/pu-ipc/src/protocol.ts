@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { DEFINITION_KINDS } from "@pu/core/paths";
 import type { AgentEntry, AgentStatus, Manifest, TriggerState, WorktreeEntry } from "@pu/core/manifest";
 import type { ErrorCode } from "@pu/core/errors";
 
@@ -18,7 +19,6 @@ const Text = z.string().max(4 * 1024 * 1024);
 // Any positive size is accepted; the daemon clamps it (see AgentSession.setViewerSize).
 const TerminalSide = z.number().int().min(1).max(1_000_000);
 
-export const DEFINITION_KINDS = ["template", "agent", "swarm", "trigger", "schedule"] as const;
 export const DefinitionKindSchema = z.enum(DEFINITION_KINDS);
 export type DefinitionKind = z.infer<typeof DefinitionKindSchema>;
 const Scope = z.enum(["local", "global"]);
