@@ -4,7 +4,6 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
-  DEFINITION_DIRS,
   deleteDefinition,
   definitionPath,
   listDefinitions,
@@ -16,6 +15,7 @@ import {
   type DefinitionKind,
 } from "../src/definitions.js";
 import { isPuError, type ErrorCode } from "../src/errors.js";
+import { definitionDirName } from "../src/paths.js";
 
 const FIXTURES = fileURLToPath(new URL("./fixtures/defs/", import.meta.url));
 
@@ -265,7 +265,7 @@ describe("saving and deleting", () => {
       projectRoot,
       home,
     });
-    expect(saved.path).toBe(join(projectRoot, ".pu", DEFINITION_DIRS.swarm, "review-squad.yaml"));
+    expect(saved.path).toBe(join(projectRoot, ".pu", definitionDirName("swarm"), "review-squad.yaml"));
     const loaded = await loadDefinition("swarm", "review-squad", { projectRoot, home });
     expect(loaded.content).toBe(fixtureText("swarm", "review-squad"));
     expect(loaded.parsed.worktreeCount).toBe(2);

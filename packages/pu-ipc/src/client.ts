@@ -11,6 +11,7 @@ import type {
   RequestType,
   ResultOf,
 } from "./protocol.js";
+import { REQUEST_TIMEOUTS_MS } from "./request-timeouts.js";
 
 /** Must equal protocol.ts's PROTOCOL_VERSION; the type annotation fails to compile when it drifts. */
 const PROTOCOL_VERSION: typeof ProtocolVersionValue = 1;
@@ -177,7 +178,8 @@ class Connection {
     }
     // Register the stream before writing: its first events may share a chunk with the ok reply.
     if (stream) this.streams.set(id, stream.queue);
-    const timeoutMs = options?.timeoutMs ?? this.defaultTimeoutMs;
+    // The request's own default (request-timeouts.ts) before the connection's.
+    const timeoutMs = options?.timeoutMs ?? REQUEST_TIMEOUTS_MS[type as RequestType] ?? this.defaultTimeoutMs;
     const deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
     const reply = new Promise<Frame>((resolve, reject) => {
       this.pending.set(id, { type, resolve, reject, timeoutMs, deadline });

@@ -1,0 +1,20 @@
+// How long a client waits for a request's reply unless the caller says otherwise: only the
+// requests that may take long are listed; the others use the connection's default. Kept
+// apart from the schemas (requests/*.ts) because the CLI reads it on every run and must
+// not load zod to do so.
+import type { RequestType } from "./protocol.js";
+
+export const REQUEST_TIMEOUTS_MS: Partial<Record<RequestType, number>> = {
+  spawn: 120_000,
+  resume: 120_000,
+  kill: 120_000,
+  suspend: 120_000,
+  diff: 120_000,
+  merge: 300_000,
+  clean: 300_000,
+  attach: 30_000,
+  subscribe_status: 30_000,
+  // A swarm starts many agents; a gate runs as long as its check does.
+  run_swarm: 0,
+  gate: 0,
+};

@@ -1,0 +1,138 @@
+// Agents: starting, watching, reading, typing into, stopping and resuming them.
+// Each request: its schema and its result (default client timeouts: request-timeouts.ts).
+import { z } from "zod";
+import type { AgentEntry, AgentStatus, WorktreeEntry } from "@pu/core/manifest";
+import { Bytes, ProjectRoot, AgentId, Name, Vars, Text, TerminalSide, req } from "../fields.js";
+
+export const SpawnRequest = req("spawn", {
+  projectRoot: ProjectRoot,
+  prompt: Text.optional(),
+  agent: Name.optional(),
+  name: Name.optional(),
+  base: Name.optional(),
+  root: z.boolean().optional(),
+  worktree: Name.optional(),
+  command: Text.optional(),
+  template: Name.optional(),
+  vars: Vars.optional(),
+  planMode: z.boolean().optional(),
+  trigger: Name.optional(),
+  noTrigger: z.boolean().optional(),
+  extraArgs: z.array(z.string().max(65536)).max(256).optional(),
+  /** Added to the agent's environment (which is otherwise the daemon's). */
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name").max(256), z.string().max(65536)).optional(),
+  cols: TerminalSide.optional(),
+  rows: TerminalSide.optional(),
+  // Set by the CLI when it runs inside a pu agent (PU_AGENT_ID); informational.
+  callerAgentId: AgentId.optional(),
+});
+export const StatusRequest = req("status", { projectRoot: ProjectRoot, agentId: AgentId.optional() });
+export const SubscribeStatusRequest = req("subscribe_status", { projectRoot: ProjectRoot });
+// target: an agent id, a worktree id, "worktrees" (every worktree agent) or "all" (also root agents).
+export const KillRequest = req("kill", {
+  projectRoot: ProjectRoot,
+  target: z.string().min(1).max(64),
+  exclude: z.array(AgentId).max(10_000).optional(),
+  callerAgentId: AgentId.optional(),
+});
+// target: an agent id or "all".
+export const SuspendRequest = req("suspend", {
+  projectRoot: ProjectRoot,
+  target: z.string().min(1).max(64),
+  callerAgentId: AgentId.optional(),
+});
+export const ResumeRequest = req("resume", { projectRoot: ProjectRoot, agentId: AgentId });
+export const LogsRequest = req("logs", { agentId: AgentId, tail: z.number().int().min(0).optional() });
+export const AttachRequest = req("attach", { agentId: AgentId, fromOffset: z.number().int().min(0).optional() });
+export const InputRequest = req("input", { agentId: AgentId, data: Bytes });
+export const ResizeRequest = req("resize", {
+  agentId: AgentId,
+  cols: TerminalSide,
+  rows: TerminalSide,
+});
+export const RenameRequest = req("rename", {
+  projectRoot: ProjectRoot,
+  target: z.string().min(1).max(64), // agent id or worktree id
+  name: Name,
+});
+
+
+/** An agent as `status` reports it: every manifest field, `status` computed live. */
+export type AgentView = AgentEntry & {
+  /** The last status written to the manifest (status above is the live one). */
+  storedStatus: AgentStatus;
+  /** Seconds since the last meaningful output; null when the daemon has no live process. */
+  idleSeconds: number | null;
+  /** The daemon holds this agent's PTY right now. */
+  live: boolean;
+  worktreeId?: string;
+};
+// Not Omit<WorktreeEntry, "agents">: the entry type keeps unknown keys (an index
+// signature), and Omit over an index signature erases the named fields.
+export type WorktreeView = WorktreeEntry & { agents: Record<string, AgentView> };
+export interface StatusReport {
+  projectRoot: string;
+  worktrees: Record<string, WorktreeView>;
+  agents: Record<string, AgentView>;
+  createdAt: string;
+  updatedAt: string;
+}
+export interface StatusReport {
+  projectRoot: string;
+  worktrees: Record<string, WorktreeView>;
+  agents: Record<string, AgentView>;
+  createdAt: string;
+  updatedAt: string;
+}
+export interface SpawnResult {
+  agentId: string;
+  worktreeId?: string;
+  worktreePath?: string;
+  branch?: string;
+  cwd: string;
+  agent: AgentEntry;
+  /** Non-fatal notes, e.g. template variables that were not supplied. */
+  warnings: string[];
+}
+export interface KillResult {
+  killed: { agentId: string; exitCode: number | null }[];
+  skipped: { agentId: string; reason: string }[];
+  /** With target "worktrees": root agents still running, which only "all" (`--include-root`) stops. */
+  rootAgentsLeft?: number;
+}
+export interface SuspendResult {
+  suspended: string[];
+  skipped: { agentId: string; reason: string }[];
+}
+export interface LogsResult {
+  data: Uint8Array;
+  /** Byte offset of data[0] in the agent's whole output. */
+  offset: number;
+  endOffset: number;
+  exited: boolean;
+  exitCode?: number;
+}
+export interface AttachResult {
+  agentId: string;
+  /** Where the replay starts (may be later than fromOffset when the ring no longer holds it). */
+  offset: number;
+  endOffset: number;
+  cols: number;
+  rows: number;
+  exited: boolean;
+  exitCode?: number;
+}
+
+export interface AgentsResults {
+  spawn: SpawnResult;
+  status: StatusReport;
+  subscribe_status: StatusReport;
+  kill: KillResult;
+  suspend: SuspendResult;
+  resume: { agent: AgentEntry };
+  logs: LogsResult;
+  attach: AttachResult;
+  input: { bytes: number };
+  resize: { cols: number; rows: number };
+  rename: { target: string; name: string };
+}
