@@ -125,7 +125,7 @@ describe("update", () => {
 
   it("writes the change with a fresh updatedAt, in canonical form, keeping unknown keys", async () => {
     const raw = JSON.parse(seedText);
-    raw.worktrees["wt-abc12345"].agents["ag-xyz98765"].pidStartTime = 123;
+    raw.worktrees["wt-abc12345"].agents["ag-xyz98765"].cgroupPath = "/pu/123";
     raw.agents["ag-root1111"].status = "idle";
     await writeFile(manifestPath(root), JSON.stringify(raw));
     const before = Date.now();
@@ -140,7 +140,7 @@ describe("update", () => {
     expect(manifest.updatedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(Date.parse(manifest.updatedAt)).toBeGreaterThanOrEqual(before - 1);
     expect(manifest.agents["ag-root1111"]).toMatchObject({ suspended: true, status: "waiting" });
-    expect(manifest.worktrees["wt-abc12345"]!.agents["ag-xyz98765"]!.pidStartTime).toBe(123);
+    expect(manifest.worktrees["wt-abc12345"]!.agents["ag-xyz98765"]!.cgroupPath).toBe("/pu/123");
   });
 
   it("writes nothing when fn throws", async () => {

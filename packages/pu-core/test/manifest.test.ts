@@ -173,14 +173,14 @@ describe("unknown keys", () => {
     const text = seedWith((raw) => {
       raw.counter = 7;
       raw.worktrees["wt-abc12345"].futureField = { nested: [1, 2] };
-      raw.worktrees["wt-abc12345"].agents["ag-xyz98765"].pidStartTime = 987654;
+      raw.worktrees["wt-abc12345"].agents["ag-xyz98765"].cgroupPath = "/pu/987654";
     });
     const manifest = parseManifest(text, "m.json");
     const written = serializeManifest(manifest);
     const reparsed = JSON.parse(written);
     expect(reparsed.counter).toBe(7);
     expect(reparsed.worktrees["wt-abc12345"].futureField).toEqual({ nested: [1, 2] });
-    expect(reparsed.worktrees["wt-abc12345"].agents["ag-xyz98765"].pidStartTime).toBe(987654);
+    expect(reparsed.worktrees["wt-abc12345"].agents["ag-xyz98765"].cgroupPath).toBe("/pu/987654");
     expect(Object.keys(reparsed).at(-1)).toBe("counter");
   });
 });
