@@ -35,7 +35,7 @@ export interface HumanOutput {
   readonly color: boolean;
 }
 
-export interface ReportedError {
+interface ReportedError {
   code: string;
   message: string;
   exitCode: number;
@@ -51,7 +51,7 @@ function bytesAsText(this: Record<string, unknown>, key: string, value: unknown)
 }
 
 /** The code, one-line message, exit code and details pu reports for any thrown value. */
-export function describeError(error: unknown): ReportedError {
+function describeError(error: unknown): ReportedError {
   if (error instanceof CliUsageError) return { code: "INVALID_ARGUMENT", message: oneLine(error.message), exitCode: EXIT_USAGE };
   if (isPuError(error)) {
     return { code: error.code, message: oneLine(error.message), exitCode: exitCodeFor(error.code), ...(error.details ? { details: error.details } : {}) };
