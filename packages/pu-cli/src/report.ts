@@ -76,7 +76,7 @@ export class Report {
 
   /** Prints the command's answer and returns `exitCode`, so a command can end with `return report.result(…)`. */
   result(value: unknown, human: (out: HumanOutput) => void, exitCode = 0): number {
-    if (this.json) this.stdio.stdout.write(JSON.stringify(value, bytesAsText, 2) + "\n");
+    if (this.json) this.document(value);
     else human(this.out);
     return exitCode;
   }
@@ -104,13 +104,17 @@ export class Report {
   error(error: unknown): number {
     const { code, message, exitCode, details } = describeError(error);
     this.note(`pu: ${message}`);
-    if (this.json) this.stdio.stdout.write(JSON.stringify({ error: { code, message, ...(details ? { details } : {}) } }, bytesAsText, 2) + "\n");
+    if (this.json) this.document({ error: { code, message, ...(details ? { details } : {}) } });
     return exitCode;
   }
 
   /** stdout for text outside a result: an interactive terminal session (attach), a redraw on a timer. */
   get out(): HumanOutput {
     return this.outputVia((raw) => void this.stdio.stdout.write(raw));
+  }
+
+  private document(value: unknown): void {
+    this.stdio.stdout.write(JSON.stringify(value, bytesAsText, 2) + "\n");
   }
 
   private outputVia(write: (raw: string | Uint8Array) => void): HumanOutput {

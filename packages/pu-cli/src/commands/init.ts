@@ -17,6 +17,8 @@ export default class InitCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = await resolveInitRoot({ flag: this.project });
     const result = await withDaemon((client) => client.request("init", { projectRoot }));
-    return this.report.result(result, (out) => out.line(result.created ? `initialized pu project in ${result.projectRoot}` : `${result.projectRoot} is already a pu project`));
+    return this.report.result(result, (out) =>
+      out.line(result.created ? `initialized pu project in ${result.projectRoot}` : `${result.projectRoot} is already a pu project`),
+    );
   }
 }

@@ -16,6 +16,8 @@ export default class PlayCommand extends PuCommand {
     const result = await withDaemon((client) =>
       client.request("resume", { projectRoot, agentId: this.agentId }, { timeoutMs: 120_000 }),
     );
-    return this.report.result(result, (out) => out.line(`resumed ${result.agent.id} (${result.agent.agentType}); attach with \`pu attach ${result.agent.id}\``));
+    return this.report.result(result, (out) =>
+      out.line(`resumed ${result.agent.id} (${result.agent.agentType}); attach with \`pu attach ${result.agent.id}\``),
+    );
   }
 }

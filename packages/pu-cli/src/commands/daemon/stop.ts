@@ -14,6 +14,8 @@ export default class DaemonStopCommand extends PuCommand {
 
   async run(): Promise<number> {
     const outcome = await stopDaemon(daemonHome());
-    return this.report.result({ stopped: outcome.wasRunning, pid: outcome.pid ?? null }, (out) => out.line(outcome.wasRunning ? `pu daemon stopped (pid ${outcome.pid})` : "pu daemon is not running"));
+    return this.report.result({ stopped: outcome.wasRunning, pid: outcome.pid ?? null }, (out) =>
+      out.line(outcome.wasRunning ? `pu daemon stopped (pid ${outcome.pid})` : "pu daemon is not running"),
+    );
   }
 }
