@@ -36,12 +36,15 @@ async function run(argv: readonly string[], matched: string | undefined): Promis
   const group = matched === undefined ? matchCommandGroup(input) : undefined;
   const paths = matched !== undefined ? [matched] : group !== undefined ? ALL_COMMAND_PATHS.filter((p) => p.startsWith(`${group} `)) : ALL_COMMAND_PATHS;
   // Everything else loads in parallel, and only what this command needs.
-  const [{ Cli, Builtins }, commandClasses, { colorEnabled, reportError }, { CliUsageError }] = await Promise.all([
+  const [{ Cli, Builtins }, commandClasses, { colorEnabled }, { Report }, { CliUsageError }] = await Promise.all([
     import("./clipanion.js"),
     loadCommands(paths),
     import("./output.js"),
+    import("./report.js"),
     import("./usage-error.js"),
   ]);
+  // Usage errors come before any command runs, so they get a report of their own.
+  const usageError = (message: string) => new Report(input.includes("--json")).error(new CliUsageError(message));
 
   const cli = new Cli({
     binaryLabel: "pu — workspaces for AI coding agents",
@@ -59,7 +62,7 @@ async function run(argv: readonly string[], matched: string | undefined): Promis
     }
     const verbs = paths.map((p) => p.slice(group.length + 1)).join(", ");
     const what = input[1] === undefined ? "needs a subcommand" : `has no subcommand "${input[1]}"`;
-    return reportError(new CliUsageError(`pu ${group} ${what} (one of: ${verbs}); run \`pu ${group} --help\``), input.includes("--json"));
+    return usageError(`pu ${group} ${what} (one of: ${verbs}); run \`pu ${group} --help\``);
   }
   if (matched === undefined) {
     cli.register(Builtins.HelpCommand);
@@ -80,7 +83,7 @@ async function run(argv: readonly string[], matched: string | undefined): Promis
     command = cli.process(input);
     if (passThrough !== undefined) (command as unknown as { passThrough: string[] }).passThrough = passThrough;
   } catch (error) {
-    return reportError(new CliUsageError(usageMessage(error, input, matched)), input.includes("--json"));
+    return usageError(usageMessage(error, input, matched));
   }
   return cli.run(command);
 }

@@ -10,7 +10,6 @@ import { escapeControlCharacters, validateDefinitionName } from "@pu/core/names"
 import { Option } from "./clipanion.js";
 import { parseVars } from "./commands/spawn.js";
 import { withDaemon } from "./daemon-client.js";
-import { writeJson, writeLine, writeNote } from "./output.js";
 import { PuCommand } from "./pu-command.js";
 import { readFileOption } from "./read-file-option.js";
 import { CliUsageError } from "./usage-error.js";
@@ -89,22 +88,19 @@ export abstract class DefinitionListCommand extends DefinitionCommand {
     const result = await withDaemon((client) =>
       client.request("definition_list", this.withProject({ kind: this.noun.kind }, root)),
     );
-    for (const d of result.definitions) for (const warning of d.warnings ?? []) writeNote(`pu: warning: ${warning}`);
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    if (result.definitions.length === 0) {
-      writeLine(`no ${this.noun.plural} (add one with \`pu ${this.noun.noun} create NAME --file PATH\`)`);
-      return 0;
-    }
-    this.printTable(result.definitions);
-    return 0;
+    for (const d of result.definitions) for (const warning of d.warnings ?? []) this.report.note(`pu: warning: ${warning}`);
+    return this.report.result(result, (out) => {
+      if (result.definitions.length === 0) {
+        out.line(`no ${this.noun.plural} (add one with \`pu ${this.noun.noun} create NAME --file PATH\`)`);
+        return;
+      }
+      for (const line of this.tableLines(result.definitions)) out.line(line);
+    });
   }
 
   /** NAME, SCOPE, then the description (or why the file is unusable). */
-  printTable(definitions: DefinitionSummary[]): void {
-    printColumns(
+  tableLines(definitions: DefinitionSummary[]): string[] {
+    return columnLines(
       ["NAME", "SCOPE", "DESCRIPTION"],
       definitions.map((d) => [d.name, d.scope, d.error !== undefined ? `invalid: ${d.error}` : (d.description ?? "")]),
     );
@@ -123,19 +119,16 @@ export abstract class DefinitionShowCommand extends DefinitionCommand {
     } catch (error) {
       throw withLookedIn(this.noun, name, error);
     }
-    for (const warning of result.warnings) writeNote(`pu: warning: ${warning}`);
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    writeLine(`# ${result.path} (${result.scope})`);
-    process.stdout.write(result.content.endsWith("\n") ? result.content : `${result.content}\n`);
-    const summary = this.summarize(result.parsed);
-    if (summary.length > 0) {
-      writeLine();
-      for (const line of summary) writeLine(line);
-    }
-    return 0;
+    for (const warning of result.warnings) this.report.note(`pu: warning: ${warning}`);
+    return this.report.result(result, (out) => {
+      out.line(`# ${result.path} (${result.scope})`);
+      out.write(result.content.endsWith("\n") ? result.content : `${result.content}\n`);
+      const summary = this.summarize(result.parsed);
+      if (summary.length > 0) {
+        out.line();
+        for (const line of summary) out.line(line);
+      }
+    });
   }
 
   /** Lines printed under the file's text; what a reader would otherwise work out from it. */
@@ -183,13 +176,10 @@ export abstract class DefinitionCreateCommand extends DefinitionCommand {
       }
       throw error;
     }
-    for (const warning of result.warnings) writeNote(`pu: warning: ${warning}`);
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    writeLine(`saved ${this.noun.noun} ${name} (${result.scope}) to ${displayPath(result.path, root)}`);
-    return 0;
+    for (const warning of result.warnings) this.report.note(`pu: warning: ${warning}`);
+    return this.report.result(result, (out) => {
+      out.line(`saved ${this.noun.noun} ${name} (${result.scope}) to ${displayPath(result.path, root)}`);
+    });
   }
 }
 
@@ -207,12 +197,9 @@ export abstract class DefinitionDeleteCommand extends DefinitionCommand {
     } catch (error) {
       throw withLookedIn(this.noun, name, error, fields.scope);
     }
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    writeLine(`deleted ${this.noun.noun} ${name} (${displayPath(result.path, root)})`);
-    return 0;
+    return this.report.result(result, (out) => {
+      out.line(`deleted ${this.noun.noun} ${name} (${displayPath(result.path, root)})`);
+    });
   }
 }
 
@@ -224,17 +211,15 @@ function displayPath(file: string, root: string | undefined): string {
 }
 
 /** Left-aligned columns separated by two spaces; the last column is not padded. */
-export function printColumns(header: string[], rows: string[][]): void {
+export function columnLines(header: string[], rows: string[][]): string[] {
   const all = [header, ...rows.map((row) => row.map(escapeControlCharacters))];
   const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
-  for (const row of all) {
-    writeLine(
-      row
-        .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
-        .join("  ")
-        .trimEnd(),
-    );
-  }
+  return all.map((row) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd(),
+  );
 }
 
 /** A one-line preview of free text. */

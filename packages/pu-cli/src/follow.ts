@@ -1,25 +1,18 @@
-import { once } from "node:events";
 import { PuError } from "@pu/core/errors";
 import type { Client } from "@pu/ipc/client";
-import { jsonLine, writeJsonLine } from "./output.js";
+import type { Report } from "./report.js";
 
 export interface FollowOptions {
   agentId: string;
   fromOffset?: number;
-  json: boolean;
-}
-
-// Waiting for drain keeps a slow reader's backlog in the daemon's bounded viewer, not here.
-async function writeOut(data: Uint8Array | string): Promise<void> {
-  if (!process.stdout.write(data)) await once(process.stdout, "drain");
 }
 
 /**
- * Streams an agent's output to stdout (replay, then live) until the agent exits (0), the user
- * interrupts (0) or the daemon goes away (DAEMON_UNAVAILABLE). Used by `logs --follow` and by
- * `attach` when stdin is not a terminal.
+ * Streams an agent's output to stdout (replay, then live; NDJSON `{offset, data}` lines with
+ * `--json`) until the agent exits (0), the user interrupts (0) or the daemon goes away
+ * (DAEMON_UNAVAILABLE). Used by `logs --follow` and by `attach` when stdin is not a terminal.
  */
-export async function followOutput(client: Client, { agentId, fromOffset, json }: FollowOptions): Promise<number> {
+export async function followOutput(client: Client, report: Report, { agentId, fromOffset }: FollowOptions): Promise<number> {
   const fields = fromOffset === undefined ? { agentId } : { agentId, fromOffset };
   const stream = await client.openStream("attach", fields, { timeoutMs: 30_000 });
   let interrupted = false;
@@ -39,7 +32,8 @@ export async function followOutput(client: Client, { agentId, fromOffset, json }
     if (exitCode === undefined || position < result.endOffset) {
       for await (const event of stream) {
         if (event.type === "output") {
-          await writeOut(json ? jsonLine({ offset: event.offset, data: event.data }) : event.data);
+          // Waiting for stdout keeps a slow reader's backlog in the daemon's bounded viewer, not here.
+          await report.streamEvent({ offset: event.offset, data: event.data }, (out) => out.write(event.data));
           position = event.offset + event.data.length;
           if (result.exited && position >= result.endOffset) break;
         } else if (event.type === "exit") {
@@ -49,7 +43,7 @@ export async function followOutput(client: Client, { agentId, fromOffset, json }
           shutdownMessage = event.message;
           break;
         } else if (event.type === "notice") {
-          process.stderr.write(`pu: ${event.message}\n`);
+          report.note(`pu: ${event.message}`);
         }
       }
     }
@@ -59,7 +53,8 @@ export async function followOutput(client: Client, { agentId, fromOffset, json }
     stream.close();
   }
   if (exitCode !== undefined) {
-    if (json) writeJsonLine({ agentId, exitCode });
+    // A JSON reader learns how the stream ended; a person saw the output stop.
+    await report.streamEvent({ agentId, exitCode }, () => {});
     return 0;
   }
   if (interrupted) return 0;

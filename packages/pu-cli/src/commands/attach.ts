@@ -33,7 +33,7 @@ export default class AttachCommand extends PuCommand {
     if (!stdin.isTTY) {
       const client = await connectDaemon();
       try {
-        return await followOutput(client, { agentId: this.agentId, json: this.json });
+        return await followOutput(client, this.report, { agentId: this.agentId });
       } finally {
         client.close();
       }
@@ -50,20 +50,20 @@ export default class AttachCommand extends PuCommand {
     client.close();
     switch (outcome.kind) {
       case "detached":
-        process.stderr.write(`\n[detached from ${this.agentId}]\n`);
+        this.report.note(`\n[detached from ${this.agentId}]`);
         return 0;
       case "exited":
-        process.stderr.write(`\n[${this.agentId} exited with code ${outcome.code}]\n`);
+        this.report.note(`\n[${this.agentId} exited with code ${outcome.code}]`);
         return 0;
       case "signal":
-        process.stderr.write(`\n[detached from ${this.agentId} on ${outcome.signal}]\n`);
+        this.report.note(`\n[detached from ${this.agentId} on ${outcome.signal}]`);
         return 0;
       case "lost":
-        process.stderr.write(`\n[lost the connection to the pu daemon; ${this.agentId} may still be running]\n`);
+        this.report.note(`\n[lost the connection to the pu daemon; ${this.agentId} may still be running]`);
         return 4;
       case "shutdown":
         // The daemon's notice, already on screen, said what became of the agent.
-        process.stderr.write(`\n[detached from ${this.agentId}: the pu daemon stopped]\n`);
+        this.report.note(`\n[detached from ${this.agentId}: the pu daemon stopped]`);
         return 4;
     }
   }
@@ -91,6 +91,8 @@ export default class AttachCommand extends PuCommand {
     };
     const onSignal = (signal: NodeJS.Signals) => finish({ kind: "signal", signal });
 
+    // Raw terminal passthrough: the agent's bytes go to the terminal as they come, in either mode.
+    const out = this.report.out;
     // Every exit path (detach, agent exit, daemon gone, signal, exception, process exit) restores the terminal.
     const modes = new TerminalModeTracker();
     const wasRaw = stdin.isRaw;
@@ -103,7 +105,7 @@ export default class AttachCommand extends PuCommand {
       for (const s of ["SIGTERM", "SIGHUP", "SIGINT"] as const) process.off(s, onSignal);
       process.off("exit", restore);
       try {
-        process.stdout.write(modes.resetSequence());
+        out.write(modes.resetSequence());
       } catch {
         // the terminal is gone already
       }
@@ -127,14 +129,14 @@ export default class AttachCommand extends PuCommand {
       for await (const event of stream) {
         if (event.type === "output") {
           modes.observe(event.data);
-          process.stdout.write(event.data);
+          out.write(event.data);
           position = event.offset + event.data.length;
           if (result.exited && position >= result.endOffset) finish({ kind: "exited", code: result.exitCode ?? -1 });
         } else if (event.type === "exit") {
           finish({ kind: "exited", code: event.exitCode });
         } else if (event.type === "notice") {
           // Raw mode: no output post-processing, so the line needs its own carriage return.
-          process.stdout.write(`\r\n[pu: ${event.message}]\r\n`);
+          out.write(`\r\n[pu: ${event.message}]\r\n`);
           if (event.code === "SHUTDOWN") finish({ kind: "shutdown" });
         }
         if (outcome) break;

@@ -1,6 +1,5 @@
 import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 import { CliUsageError } from "../usage-error.js";
 
@@ -25,13 +24,10 @@ export default class BenchCommand extends PuCommand {
     const target = this.all ? "all" : this.agentId!;
     const fields = process.env.PU_AGENT_ID ? { projectRoot, target, callerAgentId: process.env.PU_AGENT_ID } : { projectRoot, target };
     const result = await withDaemon((client) => client.request("suspend", fields, { timeoutMs: 120_000 }));
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    for (const id of result.suspended) writeLine(`benched ${id} (resume with \`pu play ${id}\`)`);
-    for (const s of result.skipped) writeLine(`skipped ${s.agentId}: ${s.reason}`);
-    if (result.suspended.length === 0 && result.skipped.length === 0) writeLine("nothing to bench");
-    return 0;
+    return this.report.result(result, (out) => {
+      for (const id of result.suspended) out.line(`benched ${id} (resume with \`pu play ${id}\`)`);
+      for (const s of result.skipped) out.line(`skipped ${s.agentId}: ${s.reason}`);
+      if (result.suspended.length === 0 && result.skipped.length === 0) out.line("nothing to bench");
+    });
   }
 }

@@ -1,6 +1,5 @@
 import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 import { CliUsageError } from "../usage-error.js";
 
@@ -37,21 +36,18 @@ export default class CleanCommand extends PuCommand {
       ...(process.env.PU_AGENT_ID ? { callerAgentId: process.env.PU_AGENT_ID } : {}),
     };
     const result = await withDaemon((client) => client.request("clean", fields, { timeoutMs: 300_000 }));
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    if (result.cleaned.length === 0 && result.kept.length === 0) writeLine("nothing to clean");
-    for (const c of result.cleaned) {
-      const done = [
-        c.killedAgents.length > 0 ? `killed ${c.killedAgents.join(", ")}` : "",
-        c.removedPath ? "removed directory" : "",
-        c.deletedBranch ? "deleted branch" : "",
-      ].filter(Boolean);
-      writeLine(`cleaned ${c.worktreeId}${done.length ? `: ${done.join("; ")}` : ""}`);
-      for (const note of c.notes) writeLine(`  ${note}`);
-    }
-    for (const k of result.kept) writeLine(`kept ${k.worktreeId} (${k.name}): ${k.reason}; pu clean --worktree ${k.worktreeId} --force discards it`);
-    return 0;
+    return this.report.result(result, (out) => {
+      if (result.cleaned.length === 0 && result.kept.length === 0) out.line("nothing to clean");
+      for (const c of result.cleaned) {
+        const done = [
+          c.killedAgents.length > 0 ? `killed ${c.killedAgents.join(", ")}` : "",
+          c.removedPath ? "removed directory" : "",
+          c.deletedBranch ? "deleted branch" : "",
+        ].filter(Boolean);
+        out.line(`cleaned ${c.worktreeId}${done.length ? `: ${done.join("; ")}` : ""}`);
+        for (const note of c.notes) out.line(`  ${note}`);
+      }
+      for (const k of result.kept) out.line(`kept ${k.worktreeId} (${k.name}): ${k.reason}; pu clean --worktree ${k.worktreeId} --force discards it`);
+    });
   }
 }

@@ -1,8 +1,8 @@
 import { Command, Option } from "../clipanion.js";
 import type { WorktreeDiff } from "@pu/ipc/protocol";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine, writeNote } from "../output.js";
 import { PuCommand } from "../pu-command.js";
+import type { HumanOutput } from "../report.js";
 
 function statLines(diff: WorktreeDiff): string[] {
   const header = `${diff.worktreeId} ${diff.name} (${diff.branch} vs ${diff.baseBranch}): ${diff.files.length} file(s), +${diff.insertions} -${diff.deletions}`;
@@ -30,22 +30,21 @@ export default class DiffCommand extends PuCommand {
     const fields = { projectRoot, stat: this.stat, ...(this.worktree === undefined ? {} : { worktreeId: this.worktree }) };
     const result = await withDaemon((client) => client.request("diff", fields, { timeoutMs: 120_000 }));
     const broken = result.worktrees.filter((d) => d.error !== undefined);
-    if (this.json) {
-      writeJson(result);
-      return broken.length > 0 ? 1 : 0;
-    }
-    if (result.worktrees.length === 0) writeLine("no worktrees to diff");
-    for (const diff of result.worktrees) {
-      if (diff.error !== undefined) {
-        writeLine(`${diff.worktreeId} ${diff.name}: cannot diff: ${diff.error}`);
-      } else if (this.stat || diff.patch === undefined) {
-        writeLine(statLines(diff).join("\n"));
-      } else {
-        if (this.worktree === undefined) writeLine(`== ${diff.worktreeId} ${diff.name} (${diff.branch} vs ${diff.baseBranch}) ==`);
-        process.stdout.write(diff.patch.endsWith("\n") || diff.patch === "" ? diff.patch : diff.patch + "\n");
+    const human = (out: HumanOutput) => {
+      if (result.worktrees.length === 0) out.line("no worktrees to diff");
+      for (const diff of result.worktrees) {
+        if (diff.error !== undefined) {
+          out.line(`${diff.worktreeId} ${diff.name}: cannot diff: ${diff.error}`);
+        } else if (this.stat || diff.patch === undefined) {
+          out.line(statLines(diff).join("\n"));
+        } else {
+          if (this.worktree === undefined) out.line(`== ${diff.worktreeId} ${diff.name} (${diff.branch} vs ${diff.baseBranch}) ==`);
+          out.write(diff.patch.endsWith("\n") || diff.patch === "" ? diff.patch : diff.patch + "\n");
+        }
       }
-    }
-    for (const d of broken) writeNote(`pu: ${d.worktreeId} (${d.name}) could not be diffed: ${d.error}`);
-    return broken.length > 0 ? 1 : 0;
+      // The JSON document carries each worktree's error itself.
+      for (const d of broken) this.report.note(`pu: ${d.worktreeId} (${d.name}) could not be diffed: ${d.error}`);
+    };
+    return this.report.result(result, human, broken.length > 0 ? 1 : 0);
   }
 }

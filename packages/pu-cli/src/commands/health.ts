@@ -1,7 +1,6 @@
 import { Command } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
 import { formatDuration } from "../format.js";
-import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 
 export default class HealthCommand extends PuCommand {
@@ -13,12 +12,9 @@ export default class HealthCommand extends PuCommand {
 
   async run(): Promise<number> {
     const health = await withDaemon((client) => client.request("health", {}));
-    if (this.json) {
-      writeJson(health);
-      return 0;
-    }
-    writeLine(`pu daemon ok: pid ${health.pid}, up ${formatDuration(health.uptimeSeconds)}, version ${health.daemonVersion} (protocol ${health.protocolVersion})`);
-    writeLine(`home ${health.home}; ${health.liveAgentCount} live of ${health.agentCount} agents in ${health.projects.length} project(s)`);
-    return 0;
+    return this.report.result(health, (out) => {
+      out.line(`pu daemon ok: pid ${health.pid}, up ${formatDuration(health.uptimeSeconds)}, version ${health.daemonVersion} (protocol ${health.protocolVersion})`);
+      out.line(`home ${health.home}; ${health.liveAgentCount} live of ${health.agentCount} agents in ${health.projects.length} project(s)`);
+    });
   }
 }

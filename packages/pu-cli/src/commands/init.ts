@@ -1,6 +1,5 @@
 import { Command } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine } from "../output.js";
 import { resolveInitRoot } from "../project.js";
 import { PuCommand } from "../pu-command.js";
 
@@ -18,8 +17,8 @@ export default class InitCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = await resolveInitRoot({ flag: this.project });
     const result = await withDaemon((client) => client.request("init", { projectRoot }));
-    if (this.json) writeJson(result);
-    else writeLine(result.created ? `initialized pu project in ${result.projectRoot}` : `${result.projectRoot} is already a pu project`);
-    return 0;
+    return this.report.result(result, (out) =>
+      out.line(result.created ? `initialized pu project in ${result.projectRoot}` : `${result.projectRoot} is already a pu project`),
+    );
   }
 }

@@ -1,6 +1,5 @@
 import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 import { CliUsageError } from "../usage-error.js";
 
@@ -43,15 +42,12 @@ export default class KillCommand extends PuCommand {
     const projectRoot = this.projectRoot();
     const fields = process.env.PU_AGENT_ID ? { projectRoot, target, callerAgentId: process.env.PU_AGENT_ID } : { projectRoot, target };
     const result = await withDaemon((client) => client.request("kill", fields, { timeoutMs: 120_000 }));
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    for (const k of result.killed) writeLine(`killed ${k.agentId} (exit ${k.exitCode ?? "unknown"})`);
-    for (const s of result.skipped) writeLine(`skipped ${s.agentId}: ${s.reason}`);
-    const left = result.rootAgentsLeft ?? 0;
-    if (result.killed.length === 0 && result.skipped.length === 0) writeLine(left > 0 ? "no worktree agent to kill" : "nothing to kill");
-    if (left > 0) writeLine(`${left} root agent${left === 1 ? " is" : "s are"} still running: --all stops worktree agents only; add --include-root to stop ${left === 1 ? "it" : "them"} too`);
-    return 0;
+    return this.report.result(result, (out) => {
+      for (const k of result.killed) out.line(`killed ${k.agentId} (exit ${k.exitCode ?? "unknown"})`);
+      for (const s of result.skipped) out.line(`skipped ${s.agentId}: ${s.reason}`);
+      const left = result.rootAgentsLeft ?? 0;
+      if (result.killed.length === 0 && result.skipped.length === 0) out.line(left > 0 ? "no worktree agent to kill" : "nothing to kill");
+      if (left > 0) out.line(`${left} root agent${left === 1 ? " is" : "s are"} still running: --all stops worktree agents only; add --include-root to stop ${left === 1 ? "it" : "them"} too`);
+    });
   }
 }

@@ -1,7 +1,6 @@
 import { Command, Option } from "../clipanion.js";
 import { connectDaemon, withDaemon } from "../daemon-client.js";
 import { followOutput } from "../follow.js";
-import { writeJson } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 import { CliUsageError } from "../usage-error.js";
 
@@ -37,15 +36,13 @@ export default class LogsCommand extends PuCommand {
           const now = await client.request("logs", { agentId: this.agentId, tail: 0 });
           fromOffset = Math.max(0, now.endOffset - tail);
         }
-        return await followOutput(client, { agentId: this.agentId, json: this.json, ...(fromOffset === undefined ? {} : { fromOffset }) });
+        return await followOutput(client, this.report, { agentId: this.agentId, ...(fromOffset === undefined ? {} : { fromOffset }) });
       } finally {
         client.close();
       }
     }
     const fields = tail === undefined ? { agentId: this.agentId } : { agentId: this.agentId, tail };
     const result = await withDaemon((client) => client.request("logs", fields));
-    if (this.json) writeJson({ agentId: this.agentId, ...result });
-    else process.stdout.write(result.data);
-    return 0;
+    return this.report.result({ agentId: this.agentId, ...result }, (out) => out.write(result.data));
   }
 }

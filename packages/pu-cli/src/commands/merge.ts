@@ -1,6 +1,5 @@
 import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 import { CliUsageError } from "../usage-error.js";
 
@@ -29,15 +28,12 @@ export default class MergeCommand extends PuCommand {
     const fields = { projectRoot, worktreeId: this.worktreeId, strategy, ...(this.message === undefined ? {} : { message: this.message }) } as const;
     const result = await withDaemon((client) => client.request("merge", fields, { timeoutMs: 300_000 }));
     // A conflict is an error reply (MERGE_CONFLICT, its files in `details.conflicts`), reported like any other.
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    if (result.nothingToMerge) {
-      writeLine(`nothing to merge: ${result.worktreeId}'s branch has no commit ${result.baseBranch} lacks (it stays ${result.status})`);
-      return 0;
-    }
-    writeLine(`merged ${result.worktreeId} into ${result.baseBranch} (${result.strategy})${result.commit ? ` at ${result.commit.slice(0, 12)}` : ""}`);
-    return 0;
+    return this.report.result(result, (out) => {
+      if (result.nothingToMerge) {
+        out.line(`nothing to merge: ${result.worktreeId}'s branch has no commit ${result.baseBranch} lacks (it stays ${result.status})`);
+        return;
+      }
+      out.line(`merged ${result.worktreeId} into ${result.baseBranch} (${result.strategy})${result.commit ? ` at ${result.commit.slice(0, 12)}` : ""}`);
+    });
   }
 }

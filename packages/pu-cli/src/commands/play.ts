@@ -1,6 +1,5 @@
 import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 
 export default class PlayCommand extends PuCommand {
@@ -17,8 +16,8 @@ export default class PlayCommand extends PuCommand {
     const result = await withDaemon((client) =>
       client.request("resume", { projectRoot, agentId: this.agentId }, { timeoutMs: 120_000 }),
     );
-    if (this.json) writeJson(result);
-    else writeLine(`resumed ${result.agent.id} (${result.agent.agentType}); attach with \`pu attach ${result.agent.id}\``);
-    return 0;
+    return this.report.result(result, (out) =>
+      out.line(`resumed ${result.agent.id} (${result.agent.agentType}); attach with \`pu attach ${result.agent.id}\``),
+    );
   }
 }

@@ -2,7 +2,6 @@ import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
 import { checkPromptText } from "@pu/core/prompt-text";
 import { parseKeys } from "../keys.js";
-import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 import { CliUsageError } from "../usage-error.js";
 
@@ -45,8 +44,6 @@ export default class SendCommand extends PuCommand {
     await withDaemon(async (client) => {
       for (const data of chunks) bytes += (await client.request("input", { agentId: this.agentId, data })).bytes;
     });
-    if (this.json) writeJson({ agentId: this.agentId, bytes });
-    else writeLine(`sent ${bytes} byte(s) to ${this.agentId}`);
-    return 0;
+    return this.report.result({ agentId: this.agentId, bytes }, (out) => out.line(`sent ${bytes} byte(s) to ${this.agentId}`));
   }
 }

@@ -1,7 +1,6 @@
 import { Command, Option } from "../clipanion.js";
 import type { RequestFields } from "@pu/ipc/protocol";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine, writeNote } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 import { readFileOption } from "../read-file-option.js";
 import { CliUsageError } from "../usage-error.js";
@@ -106,15 +105,12 @@ export default class SpawnCommand extends PuCommand {
   async run(): Promise<number> {
     const fields = { ...this.buildRequest(), projectRoot: this.projectRoot() };
     const result = await withDaemon((client) => client.request("spawn", fields, { timeoutMs: 120_000 }));
-    for (const warning of result.warnings) writeNote(`pu: warning: ${warning}`);
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    const where = result.worktreeId ? `worktree ${result.worktreeId} (branch ${result.branch ?? "?"})` : "the project root";
-    writeLine(`spawned ${result.agentId} (${result.agent.agentType}) in ${where}`);
-    writeLine(`  cwd:    ${result.cwd}`);
-    writeLine(`  attach: pu attach ${result.agentId}`);
-    return 0;
+    for (const warning of result.warnings) this.report.note(`pu: warning: ${warning}`);
+    return this.report.result(result, (out) => {
+      const where = result.worktreeId ? `worktree ${result.worktreeId} (branch ${result.branch ?? "?"})` : "the project root";
+      out.line(`spawned ${result.agentId} (${result.agent.agentType}) in ${where}`);
+      out.line(`  cwd:    ${result.cwd}`);
+      out.line(`  attach: pu attach ${result.agentId}`);
+    });
   }
 }

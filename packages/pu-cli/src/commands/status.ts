@@ -1,8 +1,8 @@
 import { Command, Option } from "../clipanion.js";
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
 import { connectDaemon, withDaemon } from "../daemon-client.js";
-import { colorEnabled, writeJson, writeJsonLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
+import type { HumanOutput } from "../report.js";
 import { renderStatusTable } from "../status-table.js";
 import { PuError } from "@pu/core/errors";
 import { narrowToAgent } from "@pu/ipc/status-report";
@@ -28,9 +28,7 @@ export default class StatusCommand extends PuCommand {
     if (this.watch) return this.follow(projectRoot);
     const fields = this.agent === undefined ? { projectRoot } : { projectRoot, agentId: this.agent };
     const report = await withDaemon((client) => client.request("status", fields));
-    if (this.json) writeJson(report);
-    else process.stdout.write(renderStatusTable(report, { color: colorEnabled(process.stdout) }));
-    return 0;
+    return this.report.result(report, (out) => out.write(renderStatusTable(report, { color: out.color })));
   }
 
   private async follow(projectRoot: string): Promise<number> {
@@ -44,12 +42,12 @@ export default class StatusCommand extends PuCommand {
     process.once("SIGTERM", stop);
     // Nothing may change for minutes while agents sit idle: on a terminal the table is redrawn
     // each second from the last report, its idle times advanced by the time since it arrived.
-    const ticker = this.json || !process.stdout.isTTY ? undefined : setInterval(() => this.redrawAged(), 1000);
+    const ticker = this.report.json || !this.report.out.terminal ? undefined : setInterval(() => this.redrawAged(), 1000);
     try {
       const stream = await client.openStream("subscribe_status", { projectRoot }, { timeoutMs: 30_000 });
-      this.show(stream.result, []);
+      await this.show(stream.result, []);
       for await (const event of stream) {
-        if (event.type === "status_event") this.show(event.report, event.changed);
+        if (event.type === "status_event") await this.show(event.report, event.changed);
         else if (event.type === "notice" && event.code === "SHUTDOWN") throw new PuError("DAEMON_UNAVAILABLE", event.message);
       }
     } catch (error) {
@@ -77,25 +75,22 @@ export default class StatusCommand extends PuCommand {
       agents: mapValues(report.agents, age),
       worktrees: mapValues(report.worktrees, (wt) => ({ ...wt, agents: mapValues(wt.agents, age) })),
     };
-    if ([...Object.values(aged.agents), ...Object.values(aged.worktrees).flatMap((w) => Object.values(w.agents))].some((a) => a.live)) this.draw(aged);
+    if ([...Object.values(aged.agents), ...Object.values(aged.worktrees).flatMap((w) => Object.values(w.agents))].some((a) => a.live)) this.draw(this.report.out, aged);
   }
 
-  private show(full: StatusReport, changed: unknown[]): void {
+  private async show(full: StatusReport, changed: unknown[]): Promise<void> {
     // subscribe_status always sends the whole project; an agent not (or no longer) in it shows nothing.
     const report = this.agent === undefined ? full : (narrowToAgent(full, this.agent) ?? { ...full, worktrees: {}, agents: {} });
-    if (this.json) {
-      writeJsonLine({ report, changed });
-      return;
-    }
-    this.last = { report, at: Date.now() };
-    this.draw(report);
+    await this.report.streamEvent({ report, changed }, (out) => {
+      this.last = { report, at: Date.now() };
+      this.draw(out, report);
+    });
   }
 
-  private draw(report: StatusReport): void {
-    const tty = Boolean(process.stdout.isTTY);
+  private draw(out: HumanOutput, report: StatusReport): void {
     // Home + clear on a terminal; a pipe gets successive tables separated by a blank line.
-    const frame = renderStatusTable(report, { color: colorEnabled(process.stdout) });
-    process.stdout.write(tty ? `\x1b[H\x1b[2J${frame}\nwatching ${report.projectRoot} (Ctrl-C to stop)\n` : `${frame}\n`);
+    const frame = renderStatusTable(report, { color: out.color });
+    out.write(out.terminal ? `\x1b[H\x1b[2J${frame}\nwatching ${report.projectRoot} (Ctrl-C to stop)\n` : `${frame}\n`);
   }
 }
 

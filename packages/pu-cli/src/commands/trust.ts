@@ -1,6 +1,5 @@
 import { Command, Option } from "../clipanion.js";
 import { withDaemon } from "../daemon-client.js";
-import { writeJson, writeLine } from "../output.js";
 import { PuCommand } from "../pu-command.js";
 
 export default class TrustCommand extends PuCommand {
@@ -26,19 +25,16 @@ export default class TrustCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
     const result = await withDaemon((client) => client.request("trust", { projectRoot, ...(this.show ? { showOnly: true } : {}) }));
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    if (result.items.length === 0) {
-      writeLine("nothing in this project's .pu/ runs a command; nothing to trust");
-      return 0;
-    }
-    for (const item of result.items) {
-      const mark = item.trusted ? "trusted" : this.show ? "NOT TRUSTED" : "now trusted";
-      writeLine(`${mark.padEnd(11)}  ${item.runs}  (${item.file})`);
-    }
-    if (!this.show) writeLine(result.recorded === 0 ? "everything was already trusted" : `trusted ${result.recorded} item${result.recorded === 1 ? "" : "s"}`);
-    return 0;
+    return this.report.result(result, (out) => {
+      if (result.items.length === 0) {
+        out.line("nothing in this project's .pu/ runs a command; nothing to trust");
+        return;
+      }
+      for (const item of result.items) {
+        const mark = item.trusted ? "trusted" : this.show ? "NOT TRUSTED" : "now trusted";
+        out.line(`${mark.padEnd(11)}  ${item.runs}  (${item.file})`);
+      }
+      if (!this.show) out.line(result.recorded === 0 ? "everything was already trusted" : `trusted ${result.recorded} item${result.recorded === 1 ? "" : "s"}`);
+    });
   }
 }

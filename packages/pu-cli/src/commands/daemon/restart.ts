@@ -1,7 +1,6 @@
 import { Command } from "../../clipanion.js";
 import { daemonHome } from "../../daemon-client.js";
 import { startDaemon, stopDaemon } from "../../daemon-control.js";
-import { writeJson, writeLine } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class DaemonRestartCommand extends PuCommand {
@@ -16,8 +15,8 @@ export default class DaemonRestartCommand extends PuCommand {
     const home = daemonHome();
     const stopped = await stopDaemon(home);
     const started = await startDaemon(home);
-    if (this.json) writeJson({ stoppedPid: stopped.pid ?? null, pid: started.pid });
-    else writeLine(`pu daemon ${stopped.wasRunning ? "restarted" : "started"} (pid ${started.pid})`);
-    return 0;
+    return this.report.result({ stoppedPid: stopped.pid ?? null, pid: started.pid }, (out) =>
+      out.line(`pu daemon ${stopped.wasRunning ? "restarted" : "started"} (pid ${started.pid})`),
+    );
   }
 }

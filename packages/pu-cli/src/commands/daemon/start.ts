@@ -1,7 +1,6 @@
 import { Command } from "../../clipanion.js";
 import { daemonHome } from "../../daemon-client.js";
 import { startDaemon } from "../../daemon-control.js";
-import { writeJson, writeLine } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class DaemonStartCommand extends PuCommand {
@@ -15,8 +14,8 @@ export default class DaemonStartCommand extends PuCommand {
   async run(): Promise<number> {
     const home = daemonHome();
     const outcome = await startDaemon(home);
-    if (this.json) writeJson({ running: true, started: !outcome.alreadyRunning, pid: outcome.pid, home });
-    else writeLine(outcome.alreadyRunning ? `pu daemon already running (pid ${outcome.pid})` : `pu daemon started (pid ${outcome.pid})`);
-    return 0;
+    return this.report.result({ running: true, started: !outcome.alreadyRunning, pid: outcome.pid, home }, (out) =>
+      out.line(outcome.alreadyRunning ? `pu daemon already running (pid ${outcome.pid})` : `pu daemon started (pid ${outcome.pid})`),
+    );
   }
 }

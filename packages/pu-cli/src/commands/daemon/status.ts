@@ -2,7 +2,6 @@ import { Command } from "../../clipanion.js";
 import { isPuError } from "@pu/core/errors";
 import { daemonHome, readDaemonPid, tryConnectDaemon } from "../../daemon-client.js";
 import { formatDuration } from "../../format.js";
-import { writeJson, writeLine } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class DaemonStatusCommand extends PuCommand {
@@ -25,20 +24,17 @@ export default class DaemonStatusCommand extends PuCommand {
     } catch (error) {
       if (!isPuError(error) || error.code !== "PROTOCOL_MISMATCH") throw error;
       const pid = readDaemonPid(home) ?? null;
-      if (this.json) writeJson({ running: true, compatible: false, pid, home, message: error.message });
-      else writeLine(`pu daemon running (pid ${pid ?? "unknown"}) but incompatible: ${error.message}`);
-      return 4;
+      const answer = { running: true, compatible: false, pid, home, message: error.message };
+      return this.report.result(answer, (out) => out.line(`pu daemon running (pid ${pid ?? "unknown"}) but incompatible: ${error.message}`), 4);
     }
     if (!client) {
-      if (this.json) writeJson({ running: false, home });
-      else writeLine(`pu daemon not running (home ${home})`);
-      return 4;
+      return this.report.result({ running: false, home }, (out) => out.line(`pu daemon not running (home ${home})`), 4);
     }
     try {
       const health = await client.request("health", {});
-      if (this.json) writeJson({ running: true, compatible: true, ...health });
-      else writeLine(`pu daemon running: pid ${health.pid}, up ${formatDuration(health.uptimeSeconds)}, version ${health.daemonVersion}, home ${health.home}`);
-      return 0;
+      return this.report.result({ running: true, compatible: true, ...health }, (out) =>
+        out.line(`pu daemon running: pid ${health.pid}, up ${formatDuration(health.uptimeSeconds)}, version ${health.daemonVersion}, home ${health.home}`),
+      );
     } finally {
       client.close();
     }

@@ -1,7 +1,6 @@
 import { Command } from "../../clipanion.js";
 import { daemonHome } from "../../daemon-client.js";
 import { stopDaemon } from "../../daemon-control.js";
-import { writeJson, writeLine } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class DaemonStopCommand extends PuCommand {
@@ -15,8 +14,8 @@ export default class DaemonStopCommand extends PuCommand {
 
   async run(): Promise<number> {
     const outcome = await stopDaemon(daemonHome());
-    if (this.json) writeJson({ stopped: outcome.wasRunning, pid: outcome.pid ?? null });
-    else writeLine(outcome.wasRunning ? `pu daemon stopped (pid ${outcome.pid})` : "pu daemon is not running");
-    return 0;
+    return this.report.result({ stopped: outcome.wasRunning, pid: outcome.pid ?? null }, (out) =>
+      out.line(outcome.wasRunning ? `pu daemon stopped (pid ${outcome.pid})` : "pu daemon is not running"),
+    );
   }
 }

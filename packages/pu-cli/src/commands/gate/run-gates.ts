@@ -8,7 +8,6 @@ import { manifestPath } from "@pu/core/paths";
 import type { GateResult } from "@pu/ipc/protocol";
 import { Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
-import { writeJson, writeNote } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 import { resolveProjectRoot } from "@pu/core/paths";
 
@@ -50,18 +49,19 @@ export abstract class GateCommand extends PuCommand {
     const projectRoot = gateProjectRoot(dir, this.project, process.env);
     // Gates have their own timeouts (600s each by default); the request waits for all of them.
     const result = await withDaemon((client) => client.request("gate", { projectRoot, event: this.event, cwd: dir }, { timeoutMs: 0 }));
-    if (this.json) writeJson(result);
+    // A hook's answer is its exit code; a person reads why on stderr (below), not on stdout.
+    this.report.result(result, () => {});
     if (result.passed) return 0;
     const hook = this.event.replace("_", "-");
     const failing = failingRuns(result);
     for (const run of failing) {
       const outcome = run.timedOut ? "timed out" : run.exitCode === null ? "was killed" : `exited ${run.exitCode} (expected ${run.expectedExit})`;
-      writeNote(`pu: ${hook} gate \`${run.command}\` (trigger ${run.triggerName}) ${outcome} after ${(run.durationMs / 1000).toFixed(1)}s`);
+      this.report.note(`pu: ${hook} gate \`${run.command}\` (trigger ${run.triggerName}) ${outcome} after ${(run.durationMs / 1000).toFixed(1)}s`);
       const tail = run.outputTail.replace(/\s+$/, "");
-      if (tail !== "") writeNote(tail);
+      if (tail !== "") this.report.note(tail);
     }
     const action = this.event === "pre_commit" ? "commit" : "push";
-    writeNote(`pu: ${action} blocked by ${failing.length} failing ${hook} ${failing.length === 1 ? "gate" : "gates"}`);
+    this.report.note(`pu: ${action} blocked by ${failing.length} failing ${hook} ${failing.length === 1 ? "gate" : "gates"}`);
     return 1;
   }
 }

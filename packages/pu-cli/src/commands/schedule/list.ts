@@ -1,6 +1,6 @@
 import { Command } from "../../clipanion.js";
 import type { DefinitionSummary } from "@pu/ipc/protocol";
-import { DefinitionListCommand, NOUNS, printColumns } from "../../definition-commands.js";
+import { DefinitionListCommand, NOUNS, columnLines } from "../../definition-commands.js";
 
 export default class ScheduleListCommand extends DefinitionListCommand {
   static override paths = [["schedule", "list"]];
@@ -14,8 +14,8 @@ export default class ScheduleListCommand extends DefinitionListCommand {
   });
   readonly noun = NOUNS.schedule;
 
-  override printTable(definitions: DefinitionSummary[]): void {
-    printColumns(
+  override tableLines(definitions: DefinitionSummary[]): string[] {
+    return columnLines(
       ["NAME", "SCOPE", "ENABLED", "RECURRENCE", "NEXT RUN", "LAST RUN", "MISSED"],
       definitions.map((d) => {
         if (d.error !== undefined) return [d.name, d.scope, "", "", "", "", `invalid: ${d.error}`];

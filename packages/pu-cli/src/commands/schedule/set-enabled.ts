@@ -1,7 +1,6 @@
 import { Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { checkedName, NOUNS } from "../../definition-commands.js";
-import { writeJson, writeLine } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 
 /** `pu schedule enable|disable NAME`: one request, the two verbs differ only in the flag they set. */
@@ -15,11 +14,8 @@ export abstract class ScheduleSetEnabledCommand extends PuCommand {
     const projectRoot = this.projectRoot();
     const enabled = this.enabled;
     const result = await withDaemon((client) => client.request("schedule_enable", { projectRoot, name, enabled }));
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    writeLine(`schedule ${result.name} ${enabled ? "enabled" : "disabled"}${result.nextRun ? `; next run ${result.nextRun}` : ""}`);
-    return 0;
+    return this.report.result(result, (out) => {
+      out.line(`schedule ${result.name} ${enabled ? "enabled" : "disabled"}${result.nextRun ? `; next run ${result.nextRun}` : ""}`);
+    });
   }
 }

@@ -1,8 +1,8 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { checkedName, NOUNS, parseVarPairs, withLookedIn } from "../../definition-commands.js";
-import { writeJson, writeLine, writeNote } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
+import type { HumanOutput } from "../../report.js";
 
 export default class SwarmRunCommand extends PuCommand {
   static override paths = [["swarm", "run"]];
@@ -34,20 +34,19 @@ export default class SwarmRunCommand extends PuCommand {
       throw withLookedIn(NOUNS.swarm, name, error);
     }
     const failed = result.failed.length > 0;
-    if (this.json) {
-      writeJson(result);
-      return failed ? 1 : 0;
-    }
-    for (const s of result.spawned) writeLine(`spawned ${s.agentId} (${s.role}) in ${s.worktreeId ?? "the project root"}`);
-    for (const f of result.failed) writeNote(`pu: failed to start ${f.role}${f.agentDef ? ` (agent definition ${f.agentDef})` : ""}: ${f.message}`);
-    const worktrees = new Set(result.spawned.map((s) => s.worktreeId).filter((w) => w !== undefined));
-    const summary = `swarm ${name}: ${result.spawned.length} spawned in ${worktrees.size} ${worktrees.size === 1 ? "worktree" : "worktrees"}`;
-    if (!failed) {
-      writeLine(summary);
-      return 0;
-    }
-    const roles = result.failed.map((f) => f.role).join(", ");
-    writeNote(`pu: ${summary}, ${result.failed.length} failed (${roles}); what started keeps running (see \`pu status\`)`);
-    return 1;
+    const human = (out: HumanOutput) => {
+      for (const s of result.spawned) out.line(`spawned ${s.agentId} (${s.role}) in ${s.worktreeId ?? "the project root"}`);
+      // The JSON document lists the failures itself; a person reads them on stderr.
+      for (const f of result.failed) this.report.note(`pu: failed to start ${f.role}${f.agentDef ? ` (agent definition ${f.agentDef})` : ""}: ${f.message}`);
+      const worktrees = new Set(result.spawned.map((s) => s.worktreeId).filter((w) => w !== undefined));
+      const summary = `swarm ${name}: ${result.spawned.length} spawned in ${worktrees.size} ${worktrees.size === 1 ? "worktree" : "worktrees"}`;
+      if (!failed) {
+        out.line(summary);
+        return;
+      }
+      const roles = result.failed.map((f) => f.role).join(", ");
+      this.report.note(`pu: ${summary}, ${result.failed.length} failed (${roles}); what started keeps running (see \`pu status\`)`);
+    };
+    return this.report.result(result, human, failed ? 1 : 0);
   }
 }

@@ -1,7 +1,6 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { checkedName, NOUNS, parseVarPairs, withLookedIn } from "../../definition-commands.js";
-import { writeJson, writeLine } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class TriggerAssignCommand extends PuCommand {
@@ -31,12 +30,9 @@ export default class TriggerAssignCommand extends PuCommand {
       // AGENT_NOT_FOUND keeps the daemon's words; a missing trigger says where it was looked for.
       throw withLookedIn(NOUNS.trigger, trigger, error);
     }
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    const steps = `${result.triggerTotal} ${result.triggerTotal === 1 ? "step" : "steps"}`;
-    writeLine(`assigned trigger ${result.triggerName} (${steps}) to ${result.agentId}`);
-    return 0;
+    return this.report.result(result, (out) => {
+      const steps = `${result.triggerTotal} ${result.triggerTotal === 1 ? "step" : "steps"}`;
+      out.line(`assigned trigger ${result.triggerName} (${steps}) to ${result.agentId}`);
+    });
   }
 }

@@ -1,7 +1,6 @@
 import type { GateRun } from "@pu/ipc/protocol";
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
-import { writeJson, writeLine } from "../../output.js";
 import { PuCommand } from "../../pu-command.js";
 
 const TAIL_LINES = 10;
@@ -22,19 +21,16 @@ export default class TriggerLogCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
     const result = await withDaemon((client) => client.request("trigger_log", { projectRoot, agentId: this.agentId }));
-    if (this.json) {
-      writeJson(result);
-      return 0;
-    }
-    if (result.runs.length === 0) {
-      writeLine(`no gate runs for ${this.agentId}`);
-      return 0;
-    }
-    result.runs.forEach((run, i) => {
-      if (i > 0) writeLine();
-      for (const line of describeGateRun(run)) writeLine(line);
+    return this.report.result(result, (out) => {
+      if (result.runs.length === 0) {
+        out.line(`no gate runs for ${this.agentId}`);
+        return;
+      }
+      result.runs.forEach((run, i) => {
+        if (i > 0) out.line();
+        for (const line of describeGateRun(run)) out.line(line);
+      });
     });
-    return 0;
   }
 }
 
