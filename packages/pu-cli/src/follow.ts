@@ -14,7 +14,7 @@ export interface FollowOptions {
  */
 export async function followOutput(client: Client, report: Report, { agentId, fromOffset }: FollowOptions): Promise<number> {
   const fields = fromOffset === undefined ? { agentId } : { agentId, fromOffset };
-  const stream = await client.openStream("attach", fields, { timeoutMs: 30_000 });
+  const stream = await client.openStream("attach", fields);
   let interrupted = false;
   const stop = () => {
     interrupted = true;

@@ -41,7 +41,7 @@ export default class AttachCommand extends PuCommand {
     const client = await connectDaemon();
     let stream: ClientStream<"attach">;
     try {
-      stream = await client.openStream("attach", { agentId: this.agentId }, { timeoutMs: 30_000 });
+      stream = await client.openStream("attach", { agentId: this.agentId });
     } catch (error) {
       client.close();
       throw error;

@@ -23,7 +23,7 @@ export default class BenchCommand extends PuCommand {
     const projectRoot = this.projectRoot();
     const target = this.all ? "all" : this.agentId!;
     const fields = process.env.PU_AGENT_ID ? { projectRoot, target, callerAgentId: process.env.PU_AGENT_ID } : { projectRoot, target };
-    const result = await withDaemon((client) => client.request("suspend", fields, { timeoutMs: 120_000 }));
+    const result = await withDaemon((client) => client.request("suspend", fields));
     return this.report.result(result, (out) => {
       for (const id of result.suspended) out.line(`benched ${id} (resume with \`pu play ${id}\`)`);
       for (const s of result.skipped) out.line(`skipped ${s.agentId}: ${s.reason}`);

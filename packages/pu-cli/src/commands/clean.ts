@@ -35,7 +35,7 @@ export default class CleanCommand extends PuCommand {
       ...(this.force ? { force: true } : {}),
       ...(process.env.PU_AGENT_ID ? { callerAgentId: process.env.PU_AGENT_ID } : {}),
     };
-    const result = await withDaemon((client) => client.request("clean", fields, { timeoutMs: 300_000 }));
+    const result = await withDaemon((client) => client.request("clean", fields));
     return this.report.result(result, (out) => {
       if (result.cleaned.length === 0 && result.kept.length === 0) out.line("nothing to clean");
       for (const c of result.cleaned) {

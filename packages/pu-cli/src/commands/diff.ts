@@ -28,7 +28,7 @@ export default class DiffCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
     const fields = { projectRoot, stat: this.stat, ...(this.worktree === undefined ? {} : { worktreeId: this.worktree }) };
-    const result = await withDaemon((client) => client.request("diff", fields, { timeoutMs: 120_000 }));
+    const result = await withDaemon((client) => client.request("diff", fields));
     const broken = result.worktrees.filter((d) => d.error !== undefined);
     const human = (out: HumanOutput) => {
       if (result.worktrees.length === 0) out.line("no worktrees to diff");

@@ -41,7 +41,7 @@ export default class KillCommand extends PuCommand {
     const target = this.target();
     const projectRoot = this.projectRoot();
     const fields = process.env.PU_AGENT_ID ? { projectRoot, target, callerAgentId: process.env.PU_AGENT_ID } : { projectRoot, target };
-    const result = await withDaemon((client) => client.request("kill", fields, { timeoutMs: 120_000 }));
+    const result = await withDaemon((client) => client.request("kill", fields));
     return this.report.result(result, (out) => {
       for (const k of result.killed) out.line(`killed ${k.agentId} (exit ${k.exitCode ?? "unknown"})`);
       for (const s of result.skipped) out.line(`skipped ${s.agentId}: ${s.reason}`);

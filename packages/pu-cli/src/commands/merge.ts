@@ -26,7 +26,7 @@ export default class MergeCommand extends PuCommand {
     const strategy = this.squash ? "squash" : this.ffOnly ? "ff-only" : "merge";
     const projectRoot = this.projectRoot();
     const fields = { projectRoot, worktreeId: this.worktreeId, strategy, ...(this.message === undefined ? {} : { message: this.message }) } as const;
-    const result = await withDaemon((client) => client.request("merge", fields, { timeoutMs: 300_000 }));
+    const result = await withDaemon((client) => client.request("merge", fields));
     // A conflict is an error reply (MERGE_CONFLICT, its files in `details.conflicts`), reported like any other.
     return this.report.result(result, (out) => {
       if (result.nothingToMerge) {

@@ -14,7 +14,7 @@ export default class PlayCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
     const result = await withDaemon((client) =>
-      client.request("resume", { projectRoot, agentId: this.agentId }, { timeoutMs: 120_000 }),
+      client.request("resume", { projectRoot, agentId: this.agentId }),
     );
     return this.report.result(result, (out) =>
       out.line(`resumed ${result.agent.id} (${result.agent.agentType}); attach with \`pu attach ${result.agent.id}\``),

@@ -104,7 +104,7 @@ export default class SpawnCommand extends PuCommand {
 
   async run(): Promise<number> {
     const fields = { ...this.buildRequest(), projectRoot: this.projectRoot() };
-    const result = await withDaemon((client) => client.request("spawn", fields, { timeoutMs: 120_000 }));
+    const result = await withDaemon((client) => client.request("spawn", fields));
     for (const warning of result.warnings) this.report.note(`pu: warning: ${warning}`);
     return this.report.result(result, (out) => {
       const where = result.worktreeId ? `worktree ${result.worktreeId} (branch ${result.branch ?? "?"})` : "the project root";

@@ -44,7 +44,7 @@ export default class StatusCommand extends PuCommand {
     // each second from the last report, its idle times advanced by the time since it arrived.
     const ticker = this.report.json || !this.report.out.terminal ? undefined : setInterval(() => this.redrawAged(), 1000);
     try {
-      const stream = await client.openStream("subscribe_status", { projectRoot }, { timeoutMs: 30_000 });
+      const stream = await client.openStream("subscribe_status", { projectRoot });
       await this.show(stream.result, []);
       for await (const event of stream) {
         if (event.type === "status_event") await this.show(event.report, event.changed);

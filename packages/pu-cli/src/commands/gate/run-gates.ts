@@ -48,7 +48,7 @@ export abstract class GateCommand extends PuCommand {
     }
     const projectRoot = gateProjectRoot(dir, this.project, process.env);
     // Gates have their own timeouts (600s each by default); the request waits for all of them.
-    const result = await withDaemon((client) => client.request("gate", { projectRoot, event: this.event, cwd: dir }, { timeoutMs: 0 }));
+    const result = await withDaemon((client) => client.request("gate", { projectRoot, event: this.event, cwd: dir }));
     // A hook's answer is its exit code; a person reads why on stderr (below), not on stdout.
     this.report.result(result, () => {});
     if (result.passed) return 0;

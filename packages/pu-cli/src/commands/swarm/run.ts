@@ -29,7 +29,7 @@ export default class SwarmRunCommand extends PuCommand {
     // Every agent is a spawn (worktree creation included): give a big swarm time.
     let result;
     try {
-      result = await withDaemon((client) => client.request("run_swarm", fields, { timeoutMs: 0 }));
+      result = await withDaemon((client) => client.request("run_swarm", fields));
     } catch (error) {
       throw withLookedIn(NOUNS.swarm, name, error);
     }
