@@ -1,5 +1,5 @@
 import { ALL_COMMAND_PATHS, loadCommands, matchCommandGroup, matchCommandPath } from "./command-table.js";
-import { CLI_VERSION } from "./version.js";
+import { cliVersion } from "./version.js";
 
 const VERSION_FLAGS = new Set(["--version", "-v", "-V"]);
 
@@ -7,7 +7,7 @@ const VERSION_FLAGS = new Set(["--version", "-v", "-V"]);
 export async function main(argv: readonly string[]): Promise<number> {
   // Answered before clipanion is even loaded: the cheapest possible round trip.
   if (argv.length === 1 && VERSION_FLAGS.has(argv[0]!)) {
-    process.stdout.write(`pu ${CLI_VERSION}\n`);
+    process.stdout.write(`pu ${cliVersion()}\n`);
     return 0;
   }
   const input = argv.length === 0 ? ["--help"] : [...argv];
@@ -29,7 +29,7 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 // These decide for themselves whether and how to connect.
-const MANAGES_DAEMON_ITSELF = new Set(["daemon start", "daemon stop", "daemon restart", "daemon status"]);
+const MANAGES_DAEMON_ITSELF = new Set(["daemon start", "daemon stop", "daemon restart", "daemon status", "completion"]);
 
 async function run(argv: readonly string[], matched: string | undefined): Promise<number> {
   let input = [...argv];
@@ -46,7 +46,8 @@ async function run(argv: readonly string[], matched: string | undefined): Promis
   const cli = new Cli({
     binaryLabel: "pu — workspaces for AI coding agents",
     binaryName: "pu",
-    binaryVersion: CLI_VERSION,
+    // Shown only by the top-level help and `pu --version`; a command's own run skips reading it.
+    binaryVersion: matched === undefined ? cliVersion() : undefined,
     enableColors: colorEnabled(process.stdout),
     enableCapture: false,
   });
