@@ -31,10 +31,20 @@ export async function main(argv: readonly string[]): Promise<number> {
 // These decide for themselves whether and how to connect.
 const MANAGES_DAEMON_ITSELF = new Set(["daemon start", "daemon stop", "daemon restart", "daemon status", "completion"]);
 
+// Registered with every other command, whose definitions it reads (`this.cli.definitions()`).
+const SEES_EVERY_COMMAND = new Set(["completion"]);
+
 async function run(argv: readonly string[], matched: string | undefined): Promise<number> {
   let input = [...argv];
   const group = matched === undefined ? matchCommandGroup(input) : undefined;
-  const paths = matched !== undefined ? [matched] : group !== undefined ? ALL_COMMAND_PATHS.filter((p) => p.startsWith(`${group} `)) : ALL_COMMAND_PATHS;
+  const paths =
+    matched !== undefined
+      ? SEES_EVERY_COMMAND.has(matched)
+        ? ALL_COMMAND_PATHS
+        : [matched]
+      : group !== undefined
+        ? ALL_COMMAND_PATHS.filter((p) => p.startsWith(`${group} `))
+        : ALL_COMMAND_PATHS;
   // Everything else loads in parallel, and only what this command needs.
   const [{ Cli, Builtins }, commandClasses, { colorEnabled, reportError }, { CliUsageError }] = await Promise.all([
     import("./clipanion.js"),
@@ -71,7 +81,7 @@ async function run(argv: readonly string[], matched: string | undefined): Promis
   // (`spawn … -- --model opus`) get everything after the first `--` untouched instead.
   let passThrough: string[] | undefined;
   const dashDash = input.indexOf("--");
-  if (dashDash >= 0 && matched !== undefined && (commandClasses[0] as { acceptsPassThrough?: boolean }).acceptsPassThrough) {
+  if (dashDash >= 0 && matched !== undefined && (commandClasses[paths.indexOf(matched)] as { acceptsPassThrough?: boolean }).acceptsPassThrough) {
     passThrough = input.slice(dashDash + 1);
     input = input.slice(0, dashDash);
   }

@@ -1,5 +1,4 @@
-import { Cli, Command, Option } from "../clipanion.js";
-import { ALL_COMMAND_PATHS, loadCommands } from "../command-table.js";
+import { Command, Option } from "../clipanion.js";
 import { commandSpecs, complete, type Candidate, type IdKind } from "../completion-candidates.js";
 import { completionScript, formatCompletion, SHELLS, type Shell } from "../completion-script.js";
 import { CliUsageError } from "../usage-error.js";
@@ -40,10 +39,9 @@ export default class CompletionCommand extends PuCommand {
   }
 
   private async printCandidates(): Promise<number> {
-    const cli = new Cli({ binaryName: "pu" });
-    for (const commandClass of await loadCommands(ALL_COMMAND_PATHS)) cli.register(commandClass);
+    // main registers every command alongside this one (SEES_EVERY_COMMAND in cli.ts).
     const words = this.passThrough.length > 0 ? this.passThrough : [""];
-    const completion = await complete(commandSpecs(cli.definitions()), words, daemonIds);
+    const completion = await complete(commandSpecs(this.cli.definitions()), words, daemonIds);
     process.stdout.write(formatCompletion(completion));
     return 0;
   }
