@@ -24,11 +24,17 @@ dest=${dest:-packed}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 
-if [ "$build" = 1 ]; then pnpm build >&2; fi
+packages="pu-core pu-ipc pu-engine pu-cli"
+if [ "$build" = 1 ]; then
+  # From clean: tsc never deletes the output of a source that was renamed or removed, and
+  # turbo's cache would restore such leftovers.
+  for pkg in $packages; do rm -rf "packages/$pkg/dist"; done
+  pnpm build --force >&2
+fi
 
-for pkg in pu-core pu-ipc pu-engine pu-cli; do
-  # A dist file whose source is gone (a renamed or deleted module) would ship as dead weight
-  # or, worse, as a stale module something still resolves: refuse to pack it.
+for pkg in $packages; do
+  # A dist file whose source is gone (a renamed or deleted module) ships as dead weight, or as
+  # a stale module something still resolves. Only --no-build can meet one (see above).
   stale=""
   while IFS= read -r js; do
     rel=${js#packages/$pkg/dist/}
@@ -40,9 +46,7 @@ for pkg in pu-core pu-ipc pu-engine pu-cli; do
     exit 1
   fi
   if [ -n "$stale" ]; then
-    echo "pack.sh: packages/$pkg/dist has files without a source:$stale" >&2
-    echo "pack.sh: rebuild it from clean: rm -rf packages/$pkg/dist && pnpm build" >&2
-    exit 1
+    echo "pack.sh: warning: packages/$pkg/dist has files without a source (packed anyway; run without --no-build to pack a clean build):$stale" >&2
   fi
   (cd "packages/$pkg" && pnpm pack --pack-destination "$dest" >/dev/null)
   name=$(node -p 'const p = require(process.argv[1]); `${p.name.replace("@", "").replace("/", "-")}-${p.version}.tgz`' "$PWD/packages/$pkg/package.json")
