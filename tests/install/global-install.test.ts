@@ -81,6 +81,8 @@ describe("pu installed from the packed tarballs", () => {
     const agent = allAgents(report).find((a) => a.id === spawned.agentId);
     expect(agent).toMatchObject({ id: spawned.agentId, live: true, pid: spawned.agent.pid });
     expect(report.worktrees).toEqual({});
+    // The installed daemon reports the same version as the installed CLI.
+    expect(JSON.parse(await puOk(["daemon", "status", "--json"]))).toMatchObject({ running: true, daemonVersion: version });
 
     // The agent really runs in a PTY: what it is told to print comes back through the installed CLI.
     await puOk(["send", spawned.agentId, "echo installed-$((6*7))"]);
