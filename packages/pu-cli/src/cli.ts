@@ -1,5 +1,5 @@
 import { ALL_COMMAND_PATHS, loadCommands, matchCommandGroup, matchCommandPath } from "./command-table.js";
-import { CLI_VERSION } from "./version.js";
+import { cliVersion } from "./version.js";
 
 const VERSION_FLAGS = new Set(["--version", "-v", "-V"]);
 
@@ -7,7 +7,7 @@ const VERSION_FLAGS = new Set(["--version", "-v", "-V"]);
 export async function main(argv: readonly string[]): Promise<number> {
   // Answered before clipanion is even loaded: the cheapest possible round trip.
   if (argv.length === 1 && VERSION_FLAGS.has(argv[0]!)) {
-    process.stdout.write(`pu ${CLI_VERSION}\n`);
+    process.stdout.write(`pu ${cliVersion()}\n`);
     return 0;
   }
   const input = argv.length === 0 ? ["--help"] : [...argv];
@@ -29,12 +29,22 @@ export async function main(argv: readonly string[]): Promise<number> {
 }
 
 // These decide for themselves whether and how to connect.
-const MANAGES_DAEMON_ITSELF = new Set(["daemon start", "daemon stop", "daemon restart", "daemon status"]);
+const MANAGES_DAEMON_ITSELF = new Set(["daemon start", "daemon stop", "daemon restart", "daemon status", "completion"]);
+
+// Registered with every other command, whose definitions it reads (`this.cli.definitions()`).
+const SEES_EVERY_COMMAND = new Set(["completion"]);
 
 async function run(argv: readonly string[], matched: string | undefined): Promise<number> {
   let input = [...argv];
   const group = matched === undefined ? matchCommandGroup(input) : undefined;
-  const paths = matched !== undefined ? [matched] : group !== undefined ? ALL_COMMAND_PATHS.filter((p) => p.startsWith(`${group} `)) : ALL_COMMAND_PATHS;
+  const paths =
+    matched !== undefined
+      ? SEES_EVERY_COMMAND.has(matched)
+        ? ALL_COMMAND_PATHS
+        : [matched]
+      : group !== undefined
+        ? ALL_COMMAND_PATHS.filter((p) => p.startsWith(`${group} `))
+        : ALL_COMMAND_PATHS;
   // Everything else loads in parallel, and only what this command needs.
   const [{ Cli, Builtins }, commandClasses, { colorEnabled }, { Report }, { CliUsageError }] = await Promise.all([
     import("./clipanion.js"),
@@ -49,7 +59,8 @@ async function run(argv: readonly string[], matched: string | undefined): Promis
   const cli = new Cli({
     binaryLabel: "pu — workspaces for AI coding agents",
     binaryName: "pu",
-    binaryVersion: CLI_VERSION,
+    // Shown only by the top-level help and `pu --version`; a command's own run skips reading it.
+    binaryVersion: matched === undefined ? cliVersion() : undefined,
     enableColors: colorEnabled(process.stdout),
     enableCapture: false,
   });
@@ -73,7 +84,7 @@ async function run(argv: readonly string[], matched: string | undefined): Promis
   // (`spawn … -- --model opus`) get everything after the first `--` untouched instead.
   let passThrough: string[] | undefined;
   const dashDash = input.indexOf("--");
-  if (dashDash >= 0 && matched !== undefined && (commandClasses[0] as { acceptsPassThrough?: boolean }).acceptsPassThrough) {
+  if (dashDash >= 0 && matched !== undefined && (commandClasses[paths.indexOf(matched)] as { acceptsPassThrough?: boolean }).acceptsPassThrough) {
     passThrough = input.slice(dashDash + 1);
     input = input.slice(0, dashDash);
   }

@@ -21,6 +21,7 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   clean: () => import("./commands/clean.js"),
   health: () => import("./commands/health.js"),
   trust: () => import("./commands/trust.js"),
+  completion: () => import("./commands/completion.js"),
   "daemon start": () => import("./commands/daemon/start.js"),
   "daemon stop": () => import("./commands/daemon/stop.js"),
   "daemon restart": () => import("./commands/daemon/restart.js"),
