@@ -43,7 +43,8 @@ export function npmEnv(): NodeJS.ProcessEnv {
 
 export async function npm(args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<{ stdout: string; stderr: string }> {
   try {
-    return await run("npm", args, { cwd, env, maxBuffer: 16 << 20 });
+    // Killed, not left behind, when it hangs (a registry it cannot reach retries for minutes).
+    return await run("npm", args, { cwd, env, maxBuffer: 16 << 20, timeout: 240_000, killSignal: "SIGKILL" });
   } catch (error) {
     const { stdout = "", stderr = "" } = error as { stdout?: string; stderr?: string };
     throw new Error(`npm ${args.join(" ")} failed:\n${stderr.slice(-4000)}\n${stdout.slice(-2000)}`);
