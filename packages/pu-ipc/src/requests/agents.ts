@@ -77,13 +77,6 @@ export interface StatusReport {
   createdAt: string;
   updatedAt: string;
 }
-export interface StatusReport {
-  projectRoot: string;
-  worktrees: Record<string, WorktreeView>;
-  agents: Record<string, AgentView>;
-  createdAt: string;
-  updatedAt: string;
-}
 export interface SpawnResult {
   agentId: string;
   worktreeId?: string;
