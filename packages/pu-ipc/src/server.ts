@@ -21,45 +21,6 @@ export const DEFAULT_HIGH_WATER_BYTES = 1024 * 1024;
 /** How long close() lets a connection flush before cutting it. */
 const CLOSE_GRACE_MS = 2000;
 
-/**
- * Output frames are built in a few buffers that are reused once the socket has written them,
- * so a flood of output allocates nothing per frame. Allocated per frame, their memory (which
- * lives outside V8's heap and is only counted against it) piled up faster than the cheap
- * young-generation collections ran, and set off a full collection every few MB of output.
- */
-class FrameBufferPool {
-  private readonly idle: Buffer[] = [];
-  private outstanding = 0;
-
-  constructor(
-    /** Frames up to this size are pooled (a viewer's output events, at most 128 KiB, fit). */
-    readonly bufferBytes: number,
-    /** Buffers kept for reuse while no output flows. */
-    private readonly maxIdle: number,
-    /**
-     * Buffers out at once, across all connections: slow viewers queue frames for a long
-     * time, and each would pin a whole buffer however small its frame.
-     */
-    private readonly maxOutstanding: number,
-  ) {}
-
-  /** A buffer to build one frame in, or undefined when too many are out (allocate instead). */
-  take(): Buffer | undefined {
-    if (this.outstanding >= this.maxOutstanding) return undefined;
-    this.outstanding++;
-    return this.idle.pop() ?? Buffer.allocUnsafeSlow(this.bufferBytes);
-  }
-
-  give(buffer: Buffer): void {
-    this.outstanding--;
-    if (this.idle.length < this.maxIdle) this.idle.push(buffer);
-  }
-}
-
-const outputFramePool = new FrameBufferPool(160 * 1024, 8, 32);
-/** Smaller frames are not pooled: Buffer.allocUnsafe already carves them out of a shared slab. */
-const POOLED_FRAME_MIN_BYTES = 4096;
-
 export interface ConnectionContext {
   readonly connectionId: number;
   /** The `client` the peer named in hello. */
@@ -295,21 +256,13 @@ class Connection implements ConnectionContext {
     this.write(frame);
   }
 
-  /** Output is most of what a daemon sends: its bytes are copied once, into a pooled frame buffer. */
+  /**
+   * Output is most of what a daemon sends: its bytes are copied once, into the frame. Each frame
+   * gets its own buffer: reusing frame buffers once the socket's write callback had fired
+   * handed viewers bytes of later frames under load (tests/fault-concurrency caught it).
+   */
   private writeOutput(event: EventFrame): void {
-    let pooled: Buffer | undefined;
-    const frame = encodeFrameWithBinary(event as unknown as Record<string, unknown>, "data", MAX_FRAME_BYTES, (size) => {
-      // Small frames (an echoed keystroke) come from Node's own slab pool, with no write callback.
-      if (size >= POOLED_FRAME_MIN_BYTES && size <= outputFramePool.bufferBytes) pooled = outputFramePool.take();
-      return pooled ? pooled.subarray(0, size) : Buffer.allocUnsafe(size);
-    });
-    if (!pooled) {
-      this.socket.write(frame);
-      return;
-    }
-    const buffer = pooled;
-    // The callback comes once the socket is done with the bytes (written, or the write failed).
-    this.socket.write(frame, () => outputFramePool.give(buffer));
+    this.socket.write(encodeFrameWithBinary(event as unknown as Record<string, unknown>, "data", MAX_FRAME_BYTES));
   }
 
   private write(msg: object): void {
