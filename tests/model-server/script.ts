@@ -10,9 +10,9 @@
 // THINK milliseconds before the first byte of every answer to this prompt
 // PACE  milliseconds between streamed chunks (default DEFAULT_PACE_MS)
 
-export const DEFAULT_PACE_MS = 10;
+const DEFAULT_PACE_MS = 10;
 
-export interface Directives {
+interface Directives {
   say?: string;
   run: string[];
   thinkMs: number;
@@ -23,7 +23,7 @@ export interface Directives {
 
 const KEYWORD = /(?:^|\s)(SAY|RUN|THINK|PACE):\s?/g;
 
-export function parseDirectives(text: string): Directives {
+function parseDirectives(text: string): Directives {
   const found: Directives = { run: [], thinkMs: 0, paceMs: DEFAULT_PACE_MS, scripted: false };
   const marks = [...text.matchAll(KEYWORD)];
   marks.forEach((mark, i) => {
@@ -65,7 +65,7 @@ export interface ConversationView {
 }
 
 /** A tool as offered, with the JSON schema of its arguments when it has one. */
-export interface ToolOffer {
+interface ToolOffer {
   name: string;
   /** `function` for JSON-argument tools; others (local_shell, custom, server tools) keep their own type. */
   type: string;
@@ -88,7 +88,7 @@ export type Reply =
 /** Names a shell tool goes by, best first; anything else matching /shell|bash|exec/ comes after. */
 const SHELL_TOOL_NAMES = ["Bash", "bash", "shell_command", "shell", "exec_command", "local_shell"];
 
-export function pickShellTool(tools: ToolOffer[]): ToolOffer | undefined {
+function pickShellTool(tools: ToolOffer[]): ToolOffer | undefined {
   for (const name of SHELL_TOOL_NAMES) {
     const tool = tools.find((t) => t.name === name && (t.type === "function" || t.type === "local_shell"));
     if (tool) return tool;
@@ -110,7 +110,7 @@ function isType(schema: JsonSchema | undefined, type: string): boolean {
  * gets the command line, an array one gets `["bash", "-lc", line]`; other required string
  * fields (OpenCode's `description`) get a short label.
  */
-export function shellArguments(tool: ToolOffer, command: string): Record<string, unknown> {
+function shellArguments(tool: ToolOffer, command: string): Record<string, unknown> {
   if (tool.type === "local_shell") return { command: ["bash", "-lc", command] };
   const key = commandProperty(tool.parameters) ?? "command";
   const schema = tool.parameters?.properties?.[key];

@@ -3,7 +3,7 @@
 // directives in the prompt (see script.ts); every request is logged in memory and, when
 // asked, as one JSON line per request to a file.
 //
-// Standalone: `pnpm --filter @pu/tests model-server [--port N] [--log FILE]` prints the base URL.
+// Standalone: `npx tsx tests/model-server/server.ts [--port N] [--log FILE]` prints the base URL.
 import { appendFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -14,7 +14,7 @@ import { answerResponses, viewResponses, type ResponsesRequest } from "./openai-
 import { planReply, type ConversationView, type Reply } from "./script.js";
 import { sendJson } from "./sse.js";
 
-export type ModelApi = "anthropic" | "responses" | "chat" | "other";
+type ModelApi = "anthropic" | "responses" | "chat" | "other";
 
 export interface LoggedRequest {
   /** 1-based order of arrival. */

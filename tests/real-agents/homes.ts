@@ -9,10 +9,10 @@ import { fileURLToPath } from "node:url";
 export type RealAgent = "claude" | "codex" | "opencode";
 
 /** Where pnpm links the pinned CLIs (`tests/package.json` devDependencies). */
-export const REAL_AGENT_BIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../node_modules/.bin");
+const REAL_AGENT_BIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../node_modules/.bin");
 
 /** The model name every CLI is configured with; the server answers whatever model is asked for. */
-export const FAKE_MODEL = "fake-model";
+const FAKE_MODEL = "fake-model";
 
 export interface AgentHome {
   agent: RealAgent;
@@ -72,7 +72,7 @@ function writeJson(file: string, value: unknown): void {
  * permission dialog, also after `--resume`). `ANTHROPIC_AUTH_TOKEN` (not an API key)
  * keeps the "use this API key?" dialog away.
  */
-export function claudeHome({ dir, serverUrl, trustedDirs }: HomeOptions): AgentHome {
+function claudeHome({ dir, serverUrl, trustedDirs }: HomeOptions): AgentHome {
   const projects = Object.fromEntries(trustedDirs.map((d) => [d, { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true }]));
   writeJson(path.join(dir, ".claude.json"), { hasCompletedOnboarding: true, numStartups: 1, projects });
   writeJson(path.join(dir, ".claude/settings.json"), { permissions: { allow: ["Bash"] } });
@@ -99,7 +99,7 @@ const toml = (value: string) => JSON.stringify(value);
  * "chat"` is refused by this version, and the built-in provider ignores OPENAI_BASE_URL),
  * trusted projects, and no detached `codex app-server` (`daemon_auto_start = false`).
  */
-export function codexHome({ dir, serverUrl, trustedDirs }: HomeOptions): AgentHome {
+function codexHome({ dir, serverUrl, trustedDirs }: HomeOptions): AgentHome {
   const codexDir = path.join(dir, ".codex");
   mkdirSync(codexDir, { recursive: true });
   const lines = [
@@ -125,7 +125,7 @@ export function codexHome({ dir, serverUrl, trustedDirs }: HomeOptions): AgentHo
  * provider (bundled in the binary, so nothing is downloaded for it), and the variables that
  * stop model-list fetches, self-updates and LSP downloads.
  */
-export function opencodeHome({ dir, serverUrl }: HomeOptions): AgentHome {
+function opencodeHome({ dir, serverUrl }: HomeOptions): AgentHome {
   writeJson(path.join(dir, ".config/opencode/opencode.json"), {
     $schema: "https://opencode.ai/config.json",
     model: `fake/${FAKE_MODEL}`,

@@ -4,7 +4,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PU_BIN, PuSandbox } from "../helpers/pu-sandbox.js";
 
-export const FIXTURES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "fixtures");
+const FIXTURES_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "fixtures");
 
 /**
  * A pu sandbox whose every pu process (and so the daemon it starts, and so each agent)
