@@ -119,6 +119,7 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       const agentPid = (await sandbox.agent(agentId)).pid;
       const processes: AgentProcess[] = processesOfAgent(agentId);
       expect(processes.map((p) => p.pid)).toContain(agentPid);
+      console.log(`[real ${agent}] processes before kill:\n${processes.map((p) => `  ${p.pid} ${p.command.slice(0, 160)}`).join("\n")}`);
       await sandbox.ok(["kill", agentId]);
       const gone = await waitFor(
         `every process of ${agentId} to exit`,
