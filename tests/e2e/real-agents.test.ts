@@ -3,7 +3,7 @@
 // describe per CLI, its steps in order on one agent: the spawn prompt starts a turn, the
 // scripted shell command runs in the worktree, status is streaming while the model thinks
 // and waiting after the answer, `pu send` starts a second turn, `pu kill` leaves nothing.
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startModelServer, type LoggedRequest, type ModelServer } from "../model-server/server.js";
@@ -113,6 +113,42 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       const answered = await server.waitForRequest((r) => r.seq >= second.seq && answeredText("second answer")(r), TURN_TIMEOUT_MS);
       await sandbox.waitForAgent(agentId, "to read waiting after its second answer", (a) => a.status === "waiting", WAITING_TIMEOUT_MS);
       measured(agent, "second answer finished to status waiting", Date.now() - answered.finishedAt!);
+    });
+
+    const triggerTest = SEND_SKIP[agent] ? it.skip : it;
+    triggerTest(`a trigger's steps are typed in turn: the next inject after the agent's turn ends${SEND_SKIP[agent] ? ` (skipped: ${SEND_SKIP[agent]})` : ""}`, async () => {
+      // Inject-only (no gate), so it runs without `pu trust`.
+      mkdirSync(path.join(sandbox.root, ".pu/triggers"), { recursive: true });
+      writeFileSync(
+        path.join(sandbox.root, ".pu/triggers/real-steps.yaml"),
+        'name: real-steps\non: agent_idle\nsequence:\n  - inject: "SAY: trigger step one"\n  - inject: "SAY: trigger step two"\n',
+      );
+      const before = server.requests.length;
+      // The agent is waiting, so the first step is typed at once; the second once that turn has ended.
+      await sandbox.ok(["trigger", "assign", agentId, "real-steps"]);
+      const one = await server.waitForRequest((r) => r.seq > before && answeredText("trigger step one")(r), TURN_TIMEOUT_MS);
+      const two = await server.waitForRequest((r) => r.seq > one.seq && sawUserText("SAY: trigger step two")(r), TURN_TIMEOUT_MS + WAITING_TIMEOUT_MS);
+      measured(agent, "trigger step one answered to step two's request", two.receivedAt - one.finishedAt!);
+      await sandbox.waitForAgent(agentId, "to finish its trigger", (a) => a.triggerState === "completed", TURN_TIMEOUT_MS + WAITING_TIMEOUT_MS);
+    });
+
+    // Only Claude resumes a conversation by id (`claude --resume <sessionId>`); Codex's
+    // `resume --last` and OpenCode's `--continue` pick "the latest", not this agent's.
+    const resumeTest = agent === "claude" ? it : it.skip;
+    resumeTest("pu bench and pu play resume the conversation: the next turn carries the earlier ones", async () => {
+      const oldPid = (await sandbox.agent(agentId)).pid;
+      await sandbox.ok(["bench", agentId]);
+      await sandbox.waitForAgent(agentId, "to be benched", (a) => a.suspended === true && a.status === "waiting");
+      await sandbox.puJson(["play", agentId]);
+      const resumed = await sandbox.waitForAgent(agentId, "to run again", (a) => a.suspended !== true && a.live && a.pid !== undefined && a.pid !== oldPid);
+      // Typed only once the resumed TUI is idle (the raw log is no place to look for its input
+      // box: Claude moves the cursor between words instead of writing spaces).
+      await sandbox.waitForAgent(agentId, "to be waiting after the resume", (a) => a.status === "waiting", WAITING_TIMEOUT_MS);
+      const before = server.requests.length;
+      await sandbox.ok(["send", agentId, "SAY: after resume"]);
+      const next = await server.waitForRequest((r) => r.seq > before && sawUserText("SAY: after resume")(r), TURN_TIMEOUT_MS);
+      expect(next.userTurnTails.some((tail) => tail.includes(`made-by-${agent}`))).toBe(true);
+      expect(resumed.pid).not.toBe(oldPid);
     });
 
     it("pu kill leaves no process of the agent behind", async () => {

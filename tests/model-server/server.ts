@@ -32,6 +32,8 @@ export interface LoggedRequest {
   tools: string[];
   /** The end of the newest user message (its last 4,000 characters: CLIs put their own context first). */
   lastUserText?: string;
+  /** The end (last 300 characters) of every user message in the conversation, oldest first. */
+  userTurnTails: string[];
   /** How the server answered: text, a tool call, or a title for a side request. */
   reply?: Reply["kind"];
   toolName?: string;
@@ -102,7 +104,7 @@ export function startModelServer(options: ModelServerOptions = {}): Promise<Mode
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     const raw = await readBody(req);
     const api = apiOf(method, path);
-    const entry: LoggedRequest = { seq: requests.length + 1, method, path, api, receivedAt: Date.now(), bodyBytes: raw.length, tools: [] };
+    const entry: LoggedRequest = { seq: requests.length + 1, method, path, api, receivedAt: Date.now(), bodyBytes: raw.length, tools: [], userTurnTails: [] };
     res.on("finish", () => {
       entry.finishedAt = Date.now();
       entry.status = res.statusCode;
@@ -130,6 +132,7 @@ export function startModelServer(options: ModelServerOptions = {}): Promise<Mode
       api === "anthropic" ? viewMessages(body as MessagesRequest) : api === "responses" ? viewResponses(body as ResponsesRequest) : viewChat(body as ChatRequest);
     entry.tools = view.tools.map((t) => t.name);
     entry.lastUserText = view.userTurns.at(-1)?.text.slice(-4000);
+    entry.userTurnTails = view.userTurns.map((turn) => turn.text.slice(-300));
     const reply = planReply(view);
     entry.reply = reply.kind;
     if (reply.kind === "tool_call") {
