@@ -17,6 +17,8 @@ import { waitFor } from "../helpers/wait-for.js";
 const TURN_TIMEOUT_MS = 90_000;
 const WAITING_TIMEOUT_MS = 75_000;
 const THINK_MS = 5_000;
+// A step can wait for a turn and then for the idle fallback, twice for a trigger's two steps.
+const STEP_TIMEOUT_MS = 4 * 60_000;
 
 // Codex takes a fast burst of keys as a paste, so the Enter that `pu send` types right after
 // the text lands in the input box instead of submitting it (issue 11, "Prompts typed the way
@@ -61,13 +63,13 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       // Claude's Bash tool wants bash or zsh; the sandbox's default SHELL is /bin/sh.
       sandbox.agentEnv = { ...home.env, SHELL: "/bin/bash" };
       await sandbox.ok(["init"]);
-    });
+    }, STEP_TIMEOUT_MS);
 
     afterAll(async () => {
       const leftovers = sandbox ? await sandbox.teardown() : [];
       await server?.close();
       expect(leftovers).toEqual([]);
-    });
+    }, STEP_TIMEOUT_MS);
 
     it("delivers the spawn prompt: the model server gets it and the scripted command runs in the worktree", async () => {
       const prompt = `THINK: ${THINK_MS} RUN: echo made-by-${agent} > real-made.txt SAY: first answer`;
@@ -89,7 +91,7 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       const made = path.join(cwd, "real-made.txt");
       await waitFor(`${made} written by ${agent}'s shell tool`, () => existsSync(made), TURN_TIMEOUT_MS, 200);
       expect(readFileSync(made, "utf8").trim()).toBe(`made-by-${agent}`);
-    });
+    }, STEP_TIMEOUT_MS);
 
     it("reads streaming while the model thinks after the tool call, and waiting after the answer", async () => {
       // The answer after the tool result also thinks THINK_MS: status is sampled during it.
@@ -102,7 +104,7 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       expect(waiting.live).toBe(true);
       measured(agent, "answer finished to status waiting", Date.now() - lastTextAnswer.finishedAt!);
       sandbox.saveFixture(agentId, `${agent}-idle.bin`);
-    });
+    }, STEP_TIMEOUT_MS);
 
     const sendTest = SEND_SKIP[agent] ? it.skip : it;
     sendTest(`pu send starts a second turn${SEND_SKIP[agent] ? ` (skipped: ${SEND_SKIP[agent]})` : ""}`, async () => {
@@ -113,7 +115,7 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       const answered = await server.waitForRequest((r) => r.seq >= second.seq && answeredText("second answer")(r), TURN_TIMEOUT_MS);
       await sandbox.waitForAgent(agentId, "to read waiting after its second answer", (a) => a.status === "waiting", WAITING_TIMEOUT_MS);
       measured(agent, "second answer finished to status waiting", Date.now() - answered.finishedAt!);
-    });
+    }, STEP_TIMEOUT_MS);
 
     const triggerTest = SEND_SKIP[agent] ? it.skip : it;
     triggerTest(`a trigger's steps are typed in turn: the next inject after the agent's turn ends${SEND_SKIP[agent] ? ` (skipped: ${SEND_SKIP[agent]})` : ""}`, async () => {
@@ -130,7 +132,7 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       const two = await server.waitForRequest((r) => r.seq > one.seq && sawUserText("SAY: trigger step two")(r), TURN_TIMEOUT_MS + WAITING_TIMEOUT_MS);
       measured(agent, "trigger step one answered to step two's request", two.receivedAt - one.finishedAt!);
       await sandbox.waitForAgent(agentId, "to finish its trigger", (a) => a.triggerState === "completed", TURN_TIMEOUT_MS + WAITING_TIMEOUT_MS);
-    });
+    }, STEP_TIMEOUT_MS);
 
     // Only Claude resumes a conversation by id (`claude --resume <sessionId>`); Codex's
     // `resume --last` and OpenCode's `--continue` pick "the latest", not this agent's.
@@ -149,7 +151,7 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       const next = await server.waitForRequest((r) => r.seq > before && sawUserText("SAY: after resume")(r), TURN_TIMEOUT_MS);
       expect(next.userTurnTails.some((tail) => tail.includes(`made-by-${agent}`))).toBe(true);
       expect(resumed.pid).not.toBe(oldPid);
-    });
+    }, STEP_TIMEOUT_MS);
 
     it("pu kill leaves no process of the agent behind", async () => {
       const agentPid = (await sandbox.agent(agentId)).pid;
@@ -166,6 +168,6 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       const left = [...stillRunning(processes), ...processesOfAgent(agentId)].map((p) => `${p.pid} ${p.command}`);
       expect(gone ? [] : left).toEqual([]);
       expect((await sandbox.agent(agentId)).status).toBe("broken");
-    });
+    }, STEP_TIMEOUT_MS);
   });
 }
