@@ -29,7 +29,7 @@ export default class StatusCommand extends PuCommand {
     const fields = this.agent === undefined ? { projectRoot } : { projectRoot, agentId: this.agent };
     const report = await withDaemon((client) => client.request("status", fields));
     if (this.json) writeJson(report);
-    else process.stdout.write(renderStatusTable(report, { color: colorEnabled(process.stdout) }));
+    else process.stdout.write(renderStatusTable(report, { color: colorEnabled(process.stdout), width: tableWidth() }));
     return 0;
   }
 
@@ -94,9 +94,14 @@ export default class StatusCommand extends PuCommand {
   private draw(report: StatusReport): void {
     const tty = Boolean(process.stdout.isTTY);
     // Home + clear on a terminal; a pipe gets successive tables separated by a blank line.
-    const frame = renderStatusTable(report, { color: colorEnabled(process.stdout) });
+    const frame = renderStatusTable(report, { color: colorEnabled(process.stdout), width: tableWidth() });
     process.stdout.write(tty ? `\x1b[H\x1b[2J${frame}\nwatching ${report.projectRoot} (Ctrl-C to stop)\n` : `${frame}\n`);
   }
+}
+
+/** The terminal's width, or the table's default when stdout is not a terminal. */
+function tableWidth(): number | undefined {
+  return process.stdout.isTTY && process.stdout.columns > 0 ? process.stdout.columns : undefined;
 }
 
 function mapValues<T, U>(record: Record<string, T>, fn: (value: T) => U): Record<string, U> {
