@@ -16,7 +16,7 @@ export interface StatusRow {
 }
 
 /** The table's width when stdout is not a terminal (the screen line is cut to fit it). */
-export const DEFAULT_TABLE_WIDTH = 80;
+const DEFAULT_TABLE_WIDTH = 80;
 const SCREEN_LINE_INDENT = "  └ ";
 
 const COLUMNS: { key: Exclude<keyof StatusRow, "screen">; title: string; max?: number }[] = [

@@ -125,7 +125,7 @@ export class AgentSession {
     this._cols = cols;
     this._rows = rows;
     this.ring = new OutputRing(ringBytes);
-    this.screen = new ScreenModel(cols, rows);
+    this.screen = new ScreenModel(this.ring, cols, rows);
     this.exited = new Promise((resolveExited) => (this.resolveExited = resolveExited));
     // With encoding null node-pty hands us Buffers; its typings still say string.
     term.onData((data: string | Buffer) => this.handleData(typeof data === "string" ? Buffer.from(data) : data));
@@ -323,8 +323,8 @@ export class AgentSession {
     const offset = this.ring.endOffset;
     this.ring.append(chunk);
     this.noteBracketedPaste(chunk);
-    // Only queued here; the screen model parses on its own timer (see ScreenModel.feed).
-    this.screen.feed(chunk, now);
+    // Only noted here: the screen model parses the ring on its own timer (see ScreenModel).
+    this.screen.noteOutput(now);
     // Judging output (tokenizing every line) is the costliest per-byte work on this path:
     // judged chunk by chunk it capped a flood at a fraction of PTY speed. Once a chunk has
     // proved meaningful the idle clock is reset, so the rest of a burst is only sampled:

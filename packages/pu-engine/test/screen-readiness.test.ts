@@ -3,6 +3,7 @@
 // cursor moves, line erases, an inline redraw (Ink), a scroll region, the alternate screen.
 import { afterEach, describe, expect, it } from "vitest";
 import { screenReadiness, type ScreenReadiness } from "@pu/core/screen-readiness";
+import { OutputRing } from "../src/output-ring.js";
 import { ScreenModel } from "../src/screen/screen-model.js";
 
 const ESC = "\x1b";
@@ -22,12 +23,16 @@ afterEach(async () => {
 
 /** A terminal that keeps the stream fed so far; `read` gives what the readiness sees now. */
 function terminal(cols = 80, rows = 24) {
-  const model = new ScreenModel(cols, rows);
+  const ring = new OutputRing();
+  const model = new ScreenModel(ring, cols, rows);
   models.push(model);
   return {
     model,
     async draw(...chunks: string[]): Promise<void> {
-      for (const chunk of chunks) model.feed(Buffer.from(chunk));
+      for (const chunk of chunks) {
+        ring.append(Buffer.from(chunk));
+        model.noteOutput();
+      }
       await model.settle();
     },
     read(agentType: string): ScreenReadiness {

@@ -2,29 +2,45 @@
  * What a person looking at an agent's terminal would see right now: its output run
  * through a headless xterm of the PTY's size.
  *
- * The PTY's data path only queues each chunk (no parsing there); the queue is parsed
- * on a short timer, one xterm write at a time. Parsing costs about as much CPU per byte
- * as everything else the daemon does with output, so under a flood the model parses
- * only the newest part of what piled up since the last parse (see feed): the screen a
- * flood leaves behind is its last lines, and a program that draws a screen (a TUI)
- * never writes anywhere near that fast.
+ * The model holds no output of its own: it reads the agent's output ring. The PTY's
+ * data path only tells it that more arrived (a timestamp and a timer, no parsing, no
+ * copy, no reference kept); the new bytes are parsed on a short timer, one xterm write
+ * at a time. Parsing costs about as much CPU per byte as everything else the daemon
+ * does with output, so a parse takes at most the newest SCREEN_PARSE_MAX_BYTES: a flood
+ * is parsed from its last lines (the screen a flood leaves behind), and a program that
+ * draws a screen (a TUI) never writes anywhere near that much between two parses.
  */
 import { createHash } from "node:crypto";
 import xterm from "@xterm/headless";
 
-/** Queued output is parsed this long after the first unparsed chunk arrived. */
-export const SCREEN_FLUSH_MS = 50;
-/** When more than this is queued and unparsed, the oldest part is dropped... */
-export const SCREEN_BACKLOG_MAX_BYTES = 256 * 1024;
-/** ...down to this much (far more than any screen holds: 1000×1000 cells at most). */
-export const SCREEN_BACKLOG_KEEP_BYTES = 64 * 1024;
+/** New output is parsed this long after it arrived... */
+const SCREEN_FLUSH_MS = 50;
+/**
+ * ...or this long while a flood outruns the model (the last parse had to skip bytes): a
+ * flooding program is busy whatever its screen says, and each parse costs about the same
+ * however much was skipped, so parsing less often is what makes a flood cheap.
+ */
+const SCREEN_FLOOD_FLUSH_MS = 250;
+/**
+ * One parse takes at most the newest this-many bytes: far more than a screen holds (a
+ * full 120×40 redraw in colour is ~20 KiB), and ~1.5 ms of xterm's time.
+ */
+export const SCREEN_PARSE_MAX_BYTES = 64 * 1024;
 /** Lines kept above the screen; nothing reads them, the screen is what matters. */
 const SCROLLBACK_LINES = 0;
 /** Codex reports its state in the stream itself: `ESC ] 7501 ; state=working:app=codex BEL`. */
 const CODEX_STATE_OSC = 7501;
-/** CAN: aborts any escape sequence the parser is in the middle of (used after dropping bytes). */
+/** CAN: aborts any escape sequence the parser is in the middle of (used after skipping bytes). */
 const CANCEL_SEQUENCE = 0x18;
 const NEWLINE = 0x0a;
+
+/** Where the output comes from: the agent's OutputRing (absolute byte offsets). */
+export interface ScreenSource {
+  readonly startOffset: number;
+  readonly endOffset: number;
+  /** A copy of up to maxBytes from fromOffset (clamped to what is held). */
+  read(fromOffset: number, maxBytes: number): { data: Buffer; offset: number };
+}
 
 export interface ScreenCursor {
   /** Column, 0-based. */
@@ -38,7 +54,7 @@ export interface ReportedState {
   state: string;
   /** The rest of the report's fields, e.g. `{ app: "codex" }`. */
   fields: Record<string, string>;
-  /** When the chunk carrying it arrived (epoch ms). */
+  /** When the output carrying it arrived (epoch ms; to the parse's batch). */
   at: number;
 }
 
@@ -57,29 +73,38 @@ export interface ScreenSnapshot {
   /** When the visible text last changed (epoch ms); null while nothing was ever drawn. */
   lastContentChange: number | null;
   reportedState: ReportedState | null;
-  /** Output bytes never parsed because a flood outran the model (see feed). */
+  /** Output bytes never parsed because a flood outran the model. */
   skippedBytes: number;
 }
 
 interface PendingResize {
+  /** Output offset the resize happened at: bytes before it are parsed at the old size. */
+  at: number;
   cols: number;
   rows: number;
 }
 
-type Pending = Buffer | PendingResize;
+interface SettleWaiter {
+  upTo: number;
+  resolve: () => void;
+}
 
 export class ScreenModel {
   private readonly term: InstanceType<typeof xterm.Terminal>;
-  private readonly pending: Pending[] = [];
-  /** Output bytes in `pending`. */
-  private pendingBytes = 0;
-  /** Arrival time of the newest chunk in `pending`. */
-  private pendingNewestAt = 0;
-  /** Bytes were dropped: the next parse starts at a line start, after cancelling any open sequence. */
+  /** Output before this offset has been handed to xterm. */
+  private parsedTo: number;
+  private readonly resizes: PendingResize[] = [];
+  /** Arrival time of the newest output noted. */
+  private newestAt = 0;
+  /** Arrival time of the newest output in the write being parsed. */
+  private writingNewestAt = 0;
+  /** Bytes were skipped: the next parse starts at a line start, after cancelling any open sequence. */
   private resync = false;
+  /** The last parse started after skipped bytes (see SCREEN_FLOOD_FLUSH_MS). */
+  private flooding = false;
   private writing = false;
   private flushTimer: NodeJS.Timeout | undefined;
-  private readonly settleWaiters: (() => void)[] = [];
+  private readonly settleWaiters: SettleWaiter[] = [];
   private lines: string[];
   private hash: string;
   private changedAt: number | null = null;
@@ -90,7 +115,12 @@ export class ScreenModel {
   private final: ScreenSnapshot | undefined;
   private closing: Promise<void> | undefined;
 
-  constructor(cols: number, rows: number) {
+  constructor(
+    private readonly source: ScreenSource,
+    cols: number,
+    rows: number,
+  ) {
+    this.parsedTo = source.endOffset;
     this.term = new xterm.Terminal({ cols, rows, scrollback: SCROLLBACK_LINES, allowProposedApi: true, logLevel: "off" });
     this.term.parser.registerOscHandler(CODEX_STATE_OSC, (data) => {
       this.reported = parseStateReport(data, this.writingNewestAt);
@@ -101,45 +131,40 @@ export class ScreenModel {
     this.hash = hashLines(this.lines);
   }
 
-  /** Arrival time of the newest chunk in the write being parsed. */
-  private writingNewestAt = 0;
-
   /**
-   * Queues a chunk of output (the caller must not change it afterwards). Constant time:
-   * no parsing happens here. When a flood has queued more than SCREEN_BACKLOG_MAX_BYTES,
-   * the oldest queued output is dropped down to SCREEN_BACKLOG_KEEP_BYTES.
+   * More output is in the source. Constant time, and all the PTY's data path does for
+   * the screen: the bytes are parsed later, on a timer.
    */
-  feed(chunk: Buffer, now: number = Date.now()): void {
-    if (this.final || this.closing || chunk.length === 0) return;
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    this.pendingNewestAt = now;
-    if (this.pendingBytes > SCREEN_BACKLOG_MAX_BYTES) this.dropOldest();
+  noteOutput(now: number = Date.now()): void {
+    if (this.final || this.closing) return;
+    this.newestAt = now;
     this.armFlush();
   }
 
   private armFlush(): void {
-    this.flushTimer ??= setTimeout(() => {
-      this.flushTimer = undefined;
-      this.pump();
-    }, SCREEN_FLUSH_MS);
+    this.flushTimer ??= setTimeout(
+      () => {
+        this.flushTimer = undefined;
+        this.pump();
+      },
+      this.flooding ? SCREEN_FLOOD_FLUSH_MS : SCREEN_FLUSH_MS,
+    );
   }
 
-  /** Follows the PTY's size; output queued before the resize is still parsed at the old size. */
+  /** Follows the PTY's size; output that arrived before the resize is still parsed at the old size. */
   resize(cols: number, rows: number): void {
     if (this.final || this.closing) return;
-    this.pending.push({ cols, rows });
+    this.resizes.push({ at: this.source.endOffset, cols, rows });
     this.pump();
   }
 
-  /** Resolves once everything fed so far has been parsed (the model is then current). */
+  /** Resolves once all output the source holds now has been parsed (the model is then current). */
   settle(): Promise<void> {
     if (this.final) return Promise.resolve();
     if (this.closing) return this.closing;
-    if (!this.writing && this.pending.length === 0) return Promise.resolve();
-    const settled = new Promise<void>((resolve) => this.settleWaiters.push(resolve));
-    clearTimeout(this.flushTimer);
-    this.flushTimer = undefined;
+    const upTo = this.source.endOffset;
+    if (!this.writing && this.parsedTo >= upTo && this.resizes.length === 0) return Promise.resolve();
+    const settled = new Promise<void>((resolve) => this.settleWaiters.push({ upTo, resolve }));
     this.pump();
     return settled;
   }
@@ -147,6 +172,8 @@ export class ScreenModel {
   /** Parses what is left, keeps the final screen and releases the terminal (the agent has exited). */
   close(): Promise<void> {
     this.closing ??= this.settle().then(() => {
+      clearTimeout(this.flushTimer);
+      this.flushTimer = undefined;
       this.final = this.snapshot();
       this.term.dispose();
     });
@@ -216,59 +243,64 @@ export class ScreenModel {
     };
   }
 
-  private dropOldest(): void {
-    while (this.pendingBytes > SCREEN_BACKLOG_KEEP_BYTES) {
-      const index = this.pending.findIndex((p) => Buffer.isBuffer(p));
-      if (index < 0) break;
-      const chunk = this.pending[index] as Buffer;
-      const excess = this.pendingBytes - SCREEN_BACKLOG_KEEP_BYTES;
-      if (chunk.length <= excess) {
-        this.pending.splice(index, 1);
-        this.pendingBytes -= chunk.length;
-        this.skipped += chunk.length;
-      } else {
-        this.pending[index] = chunk.subarray(excess);
-        this.pendingBytes -= excess;
-        this.skipped += excess;
-      }
-      this.resync = true;
-    }
-  }
-
   /**
-   * Starts parsing the queue up to its next resize (one xterm write at a time, so a
-   * resize lands between the bytes drawn before it and those drawn after it).
+   * Hands xterm the next stretch of unparsed output: up to the next resize (so a resize
+   * lands between the bytes drawn before it and those drawn after it), and at most
+   * SCREEN_PARSE_MAX_BYTES of its newest bytes. One write at a time.
    */
   private pump(): void {
     if (this.writing || this.final) return;
-    while (this.pending.length > 0 && !Buffer.isBuffer(this.pending[0])) {
-      const size = this.pending.shift() as PendingResize;
-      this.term.resize(size.cols, size.rows);
-      this.afterParse(Date.now());
-    }
-    const chunks: Buffer[] = [];
-    while (this.pending.length > 0 && Buffer.isBuffer(this.pending[0])) chunks.push(this.pending.shift() as Buffer);
-    if (chunks.length === 0) {
-      for (const resolve of this.settleWaiters.splice(0)) resolve();
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const newestAt = this.newestAt;
+    let resized = false;
+    for (;;) {
+      const next = this.resizes[0];
+      if (next && next.at <= this.parsedTo) {
+        this.resizes.shift();
+        this.term.resize(next.cols, next.rows);
+        resized = true;
+        continue;
+      }
+      const end = next ? next.at : this.source.endOffset;
+      if (end <= this.parsedTo) break;
+      const oldest = Math.max(this.source.startOffset, end - SCREEN_PARSE_MAX_BYTES);
+      if (this.parsedTo < oldest) {
+        this.skipped += Math.min(oldest, end) - this.parsedTo;
+        this.parsedTo = Math.min(oldest, end);
+        this.resync = true;
+        continue;
+      }
+      let data = this.source.read(this.parsedTo, end - this.parsedTo).data;
+      this.parsedTo += data.length;
+      this.flooding = this.resync;
+      if (this.resync) {
+        this.resync = false;
+        data = startAtLine(data);
+      }
+      this.writing = true;
+      this.writingNewestAt = newestAt;
+      this.term.write(data, () => {
+        this.writing = false;
+        this.afterParse(newestAt);
+        // Output that arrived meanwhile waits for a flush timer, unless someone waits for it.
+        if (this.settleWaiters.length > 0 || this.resizes.length > 0) this.pump();
+        else if (this.parsedTo < this.source.endOffset) this.armFlush();
+      });
       return;
     }
-    let data = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
-    this.pendingBytes -= data.length;
-    if (this.resync) {
-      this.resync = false;
-      data = startAtLine(data);
+    if (resized) this.afterParse(Date.now());
+    this.resolveSettled();
+  }
+
+  private resolveSettled(): void {
+    for (let i = this.settleWaiters.length - 1; i >= 0; i--) {
+      const waiter = this.settleWaiters[i]!;
+      if (this.parsedTo >= waiter.upTo) {
+        this.settleWaiters.splice(i, 1);
+        waiter.resolve();
+      }
     }
-    const newestAt = this.pendingNewestAt;
-    this.writing = true;
-    this.writingNewestAt = newestAt;
-    this.term.write(data, () => {
-      this.writing = false;
-      this.afterParse(newestAt);
-      // Output queued meanwhile waits for the flush timer, unless someone waits for it or a
-      // resize is next (the timer may have fired while this write was being parsed).
-      if (this.settleWaiters.length > 0 || (this.pending.length > 0 && !Buffer.isBuffer(this.pending[0]))) this.pump();
-      else if (this.pending.length > 0) this.armFlush();
-    });
   }
 
   private afterParse(newestAt: number): void {
@@ -299,7 +331,7 @@ function startAtLine(data: Buffer): Buffer {
 }
 
 /** `state=working:app=codex` → { state: "working", fields: { app: "codex" } }. */
-export function parseStateReport(data: string, at: number): ReportedState | null {
+function parseStateReport(data: string, at: number): ReportedState | null {
   const fields: Record<string, string> = {};
   for (const part of data.split(/[:;]/)) {
     const eq = part.indexOf("=");
