@@ -13,6 +13,7 @@ const BENCHMARKS = [
   { name: "keystroke", load: () => import("./keystroke.mjs") },
   { name: "status", load: () => import("./status.mjs") },
   { name: "agents", load: () => import("./agents.mjs") },
+  { name: "screen", load: () => import("./screen.mjs") },
   { name: "manifest", load: () => import("./manifest.mjs") },
   { name: "ipc", load: () => import("./ipc.mjs"), adapt: adaptIpc },
 ];
@@ -130,6 +131,16 @@ on the (shared, 2-core) machine hits both alike.
   live agents (one at the root, two in worktrees), 20 runs of each form
   interleaved with 20 runs of \`node -e 0\`. Cold stops the daemon (by its
   pid file) before each run, so the time includes the CLI starting the daemon.
+- **Screen models.** Every agent has one (\`@xterm/headless\` at the PTY's size,
+  docs/screen.md), so the throughput figure above is with the screen model on;
+  its notes give the daemon's CPU seconds per run. At rest: fresh daemon and
+  project per run, RSS with no agents, then 100 interactive \`sh\` agents
+  (\`PS1='$ '\`), 2 s to settle, a check that \`status\` shows \`$\` as every
+  agent's last screen line, CPU over a 10 s window and RSS as for 100 agents.
+  RSS growth per agent = (RSS with 100 − RSS with none) / 100. The screen
+  model's own share is measured apart (\`bench/screen-memory.mjs\`, a Node
+  process with \`--expose-gc\`): 100 models of 120×40 each parse a prompt;
+  heap + external growth after full GCs, per model.
 - **100 agents.** Fresh daemon and project per run; 100 spawn requests one
   after another on one connection (\`--root\`, command \`sleep 3600\`); after 2 s
   of settling, CPU = Δ(utime+stime) from \`/proc/<pid>/stat\` over a 10 s
