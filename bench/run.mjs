@@ -244,6 +244,23 @@ const INVESTIGATION = `## What the benchmarks found, and what was changed
   \`stream\` ≈ 5 ms, clipanion's parse ≈ 2 ms, connect, hello and the status
   round trip ≈ 3 ms. (Measured with \`BENCH_ONLY=status\`; the table above is
   from the last full run and gains the table's row with the next one.)
+- **A screen model per agent (issue 11).** The first version queued every PTY
+  chunk for xterm and parsed up to 256 KiB per 50 ms: in a 100 MiB A/B (the
+  model switched off by a temporary, uncommitted switch) it cost the daemon
+  ≈ 0.2 s of CPU per run (≈ 1.1 s vs 0.9 s) and the ratio was 0.78–0.79× against
+  0.84–0.90× without it, two rounds of 3 runs each; parsed in
+  full, xterm alone manages ≈ 48 MB/s here, less than direct node-pty. Now the
+  data path only notes that output arrived; the model reads the ring itself,
+  parses at most the newest 64 KiB per parse, and only every 250 ms while a
+  flood outruns it (≈ 1.5 % of a core in-process). The same A/B with 200 MiB,
+  two rounds of 3 runs each: pu delivered 51.0 / 48.5 MB/s with the model and
+  50.7 / 47.7 MB/s without, daemon CPU 1.97–2.41 s vs 2.00–2.49 s per run: no
+  difference beyond the noise. The ratio still swings between ≈ 0.73× and
+  0.89× from run to run with the direct reference (57–69 MB/s in those runs),
+  as before. Memory is the model's real cost: ≈ 200 KiB of heap per 120×40
+  model (≈ 130 KiB is xterm's fixed per-terminal cost), so 100 agents now take
+  ≈ 50 MiB more than before; hibernating the terminal of an agent whose screen
+  has not changed for a while would win most of it back.
 `;
 
 async function main() {
