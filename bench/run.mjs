@@ -13,6 +13,7 @@ const BENCHMARKS = [
   { name: "keystroke", load: () => import("./keystroke.mjs") },
   { name: "status", load: () => import("./status.mjs") },
   { name: "agents", load: () => import("./agents.mjs") },
+  { name: "screen", load: () => import("./screen.mjs") },
   { name: "manifest", load: () => import("./manifest.mjs") },
   { name: "ipc", load: () => import("./ipc.mjs"), adapt: adaptIpc },
 ];
@@ -130,6 +131,16 @@ on the (shared, 2-core) machine hits both alike.
   live agents (one at the root, two in worktrees), 20 runs of each form
   interleaved with 20 runs of \`node -e 0\`. Cold stops the daemon (by its
   pid file) before each run, so the time includes the CLI starting the daemon.
+- **Screen models.** Every agent has one (\`@xterm/headless\` at the PTY's size,
+  docs/screen.md), so the throughput figure above is with the screen model on;
+  its notes give the daemon's CPU seconds per run. At rest: fresh daemon and
+  project per run, RSS with no agents, then 100 interactive \`sh\` agents
+  (\`PS1='$ '\`), 2 s to settle, a check that \`status\` shows \`$\` as every
+  agent's last screen line, CPU over a 10 s window and RSS as for 100 agents.
+  RSS growth per agent = (RSS with 100 − RSS with none) / 100. The screen
+  model's own share is measured apart (\`bench/screen-memory.mjs\`, a Node
+  process with \`--expose-gc\`): 100 models of 120×40 each parse a prompt;
+  heap + external growth after full GCs, per model.
 - **100 agents.** Fresh daemon and project per run; 100 spawn requests one
   after another on one connection (\`--root\`, command \`sleep 3600\`); after 2 s
   of settling, CPU = Δ(utime+stime) from \`/proc/<pid>/stat\` over a 10 s
@@ -233,6 +244,23 @@ const INVESTIGATION = `## What the benchmarks found, and what was changed
   \`stream\` ≈ 5 ms, clipanion's parse ≈ 2 ms, connect, hello and the status
   round trip ≈ 3 ms. (Measured with \`BENCH_ONLY=status\`; the table above is
   from the last full run and gains the table's row with the next one.)
+- **A screen model per agent (issue 11).** The first version queued every PTY
+  chunk for xterm and parsed up to 256 KiB per 50 ms: in a 100 MiB A/B (the
+  model switched off by a temporary, uncommitted switch) it cost the daemon
+  ≈ 0.2 s of CPU per run (≈ 1.1 s vs 0.9 s) and the ratio was 0.78–0.79× against
+  0.84–0.90× without it, two rounds of 3 runs each; parsed in
+  full, xterm alone manages ≈ 48 MB/s here, less than direct node-pty. Now the
+  data path only notes that output arrived; the model reads the ring itself,
+  parses at most the newest 64 KiB per parse, and only every 250 ms while a
+  flood outruns it (≈ 1.5 % of a core in-process). The same A/B with 200 MiB,
+  two rounds of 3 runs each: pu delivered 51.0 / 48.5 MB/s with the model and
+  50.7 / 47.7 MB/s without, daemon CPU 1.97–2.41 s vs 2.00–2.49 s per run: no
+  difference beyond the noise. The ratio still swings between ≈ 0.73× and
+  0.89× from run to run with the direct reference (57–69 MB/s in those runs),
+  as before. Memory is the model's real cost: ≈ 200 KiB of heap per 120×40
+  model (≈ 130 KiB is xterm's fixed per-terminal cost), so 100 agents now take
+  ≈ 50 MiB more than before; hibernating the terminal of an agent whose screen
+  has not changed for a while would win most of it back.
 `;
 
 async function main() {

@@ -11,6 +11,7 @@ import path from "node:path";
 import {
   REPO,
   connect,
+  cpuSeconds,
   figure,
   isAlive,
   killOwned,
@@ -95,11 +96,13 @@ async function viaDaemon(daemon, ws, script) {
       }
     })();
     await sleep(SETTLE_MS);
+    const cpuBefore = cpuSeconds(daemon.pid);
     const start = clock();
     await stream.request("input", { agentId, data: Buffer.from("\n") });
     await consumed;
+    const daemonCpu = cpuSeconds(daemon.pid) - cpuBefore;
     if (exitCode !== 0) throw new Error(`agent ${agentId} exited with ${exitCode}`);
-    return { bytes, skipped, seconds: (lastByteAt - start) / 1000 };
+    return { bytes, skipped, daemonCpu, seconds: (lastByteAt - start) / 1000 };
   } finally {
     viewer.close();
     if (isAlive(agent.pid)) await killOwned(agent.pid);
@@ -163,6 +166,7 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
     const rates = { direct: [], pu: [], tmux: [] };
     const bytesSeen = { direct: [], pu: [], tmux: [] };
     const skippedBytes = [];
+    const daemonCpu = [];
     for (let r = 0; r < runs; r++) {
       const d = await viaDirectPty(pty, ws.project, script);
       const p = await viaDaemon(daemon, ws, script);
@@ -172,6 +176,7 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
         bytesSeen[k].push(v.bytes);
       }
       skippedBytes.push(p.skipped);
+      daemonCpu.push(p.daemonCpu);
     }
     const pu = summarize(rates.pu);
     const direct = summarize(rates.direct);
@@ -180,11 +185,12 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
     const note =
       `${fileBytes} bytes in the file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, ` +
       `direct ${bytesSeen.direct.join("/")}, tmux ${bytesSeen.tmux.join("/")}; ` +
-      `bytes the pu viewer skipped (fell behind the ring): ${skippedBytes.join("/")}`;
+      `bytes the pu viewer skipped (fell behind the ring): ${skippedBytes.join("/")}; ` +
+      `daemon CPU per run (screen model included): ${daemonCpu.map((c) => `${c.toFixed(2)} s`).join("/")}`;
     return [
       figure({
         id: "throughput.pu_vs_direct",
-        name: `Output throughput: cat ${megabytes} MiB via daemon → attached viewer`,
+        name: `Output throughput: cat ${megabytes} MiB via daemon (screen model on) → attached viewer`,
         unit: "MB/s",
         value: pu,
         reference: { name: "node-pty read directly", unit: "MB/s", ...direct },

@@ -11,9 +11,15 @@ export interface StatusRow {
   status: string;
   idle: string;
   pidExit: string;
+  /** The agent's last non-empty screen line, shown under its row (not a column); "" for none. */
+  screen: string;
 }
 
-const COLUMNS: { key: keyof StatusRow; title: string; max?: number }[] = [
+/** The table's width when stdout is not a terminal (the screen line is cut to fit it). */
+const DEFAULT_TABLE_WIDTH = 80;
+const SCREEN_LINE_INDENT = "  └ ";
+
+const COLUMNS: { key: Exclude<keyof StatusRow, "screen">; title: string; max?: number }[] = [
   { key: "worktree", title: "WORKTREE", max: 32 },
   { key: "agent", title: "AGENT" },
   { key: "name", title: "NAME", max: 24 },
@@ -47,6 +53,7 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
         : agent.pid !== undefined && agent.pid !== null
           ? String(agent.pid)
           : "-",
+    screen: agent.lastScreenLine ?? "",
   };
 }
 
@@ -62,15 +69,18 @@ export function statusRows(report: StatusReport): StatusRow[] {
     const label = `${wt.id} ${wt.name}${wt.status === "active" ? "" : ` [${wt.status}]`}`;
     const agents = Object.values(wt.agents).sort(byStart);
     if (agents.length === 0) {
-      rows.push({ worktree: label, agent: "-", name: "-", type: "-", status: "-", idle: "-", pidExit: "-" });
+      rows.push({ worktree: label, agent: "-", name: "-", type: "-", status: "-", idle: "-", pidExit: "-", screen: "" });
     }
     for (const agent of agents) rows.push(agentRow(label, agent));
   }
   return rows;
 }
 
-/** The human `pu status` view; colour codes only when `color` (the caller checks TTY and NO_COLOR). */
-export function renderStatusTable(report: StatusReport, { color = false }: { color?: boolean } = {}): string {
+/**
+ * The human `pu status` view; colour codes only when `color` (the caller checks TTY and NO_COLOR).
+ * Under each agent that shows text, its last screen line, cut to `width`.
+ */
+export function renderStatusTable(report: StatusReport, { color = false, width = DEFAULT_TABLE_WIDTH }: { color?: boolean; width?: number } = {}): string {
   const rows = statusRows(report);
   if (rows.length === 0) return `no agents in ${report.projectRoot}; start one with \`pu spawn "PROMPT"\`\n`;
   const cells = rows.map((row) => COLUMNS.map((c) => (c.max ? truncate(row[c.key], c.max) : escapeControlCharacters(row[c.key]))));
@@ -87,8 +97,11 @@ export function renderStatusTable(report: StatusReport, { color = false }: { col
       .trimEnd();
   const statusColumn = COLUMNS.findIndex((c) => c.key === "status");
   const out = [line(COLUMNS.map((c) => c.title), () => "bold")];
-  for (const r of cells) {
+  const screenWidth = Math.max(10, width - SCREEN_LINE_INDENT.length);
+  cells.forEach((r, index) => {
     out.push(line(r, (i, v) => (i === statusColumn ? STATUS_STYLE[v.split(" ")[0]!] : undefined)));
-  }
+    const screen = rows[index]!.screen;
+    if (screen) out.push(SCREEN_LINE_INDENT + paint(truncate(screen, screenWidth), "dim", color));
+  });
   return out.join("\n") + "\n";
 }

@@ -95,6 +95,47 @@ describe("status table", () => {
     expect(out).toContain("x\\x1b]0;pwned\\x07");
   });
 
+  it("shows each agent's last screen line under its row, cut to the width, columns unchanged", () => {
+    const longLine = "Working (12s • esc to interrupt) " + "x".repeat(200);
+    const withScreens = {
+      ...report,
+      agents: {
+        "ag-root0001": agent("ag-root0001", { name: "Researcher", agentType: "claude", status: "waiting", pid: 4242, lastScreenLine: "? for shortcuts" }),
+        "ag-busy0002": agent("ag-busy0002", { startedAt: "2026-03-08T12:01:00.000Z", agentType: "codex", pid: 4343, lastScreenLine: longLine }),
+        "ag-done0003": agent("ag-done0003", { startedAt: "2026-03-08T12:02:00.000Z", status: "broken", exitCode: 0, live: false, lastScreenLine: "" }),
+      },
+      worktrees: {},
+    } as unknown as StatusReport;
+    const text = renderStatusTable(withScreens, { color: false });
+    const lines = text.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^WORKTREE\s+AGENT\s+NAME\s+TYPE\s+STATUS\s+IDLE\s+PID\/EXIT$/);
+    expect(lines.slice(1).map((l) => l.trim().split(/\s+/).slice(0, 2).join(" "))).toEqual([
+      "(root) ag-root0001",
+      "└ ?",
+      "(root) ag-busy0002",
+      "└ Working",
+      "(root) ag-done0003",
+    ]);
+    expect(lines[2]).toBe("  └ ? for shortcuts");
+    // Cut to 80 columns by default, to the terminal's width when given one.
+    expect(lines[4]).toHaveLength(80);
+    expect(lines[4]!.endsWith("…")).toBe(true);
+    const wide = renderStatusTable(withScreens, { color: false, width: 120 }).split("\n")[4]!;
+    expect(wide).toHaveLength(120);
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(80);
+    // Dim when coloured; the same text without colour.
+    const coloured = renderStatusTable(withScreens, { color: true });
+    expect(coloured).toContain("  └ \x1b[2m? for shortcuts\x1b[0m");
+    expect(coloured.replace(/\x1b\[\d+m/g, "")).toBe(text);
+  });
+
+  it("escapes control characters in a screen line", () => {
+    const hostile = { ...report, agents: { "ag-evil0001": agent("ag-evil0001", { lastScreenLine: "a\x1b[2Jb" }) }, worktrees: {} } as unknown as StatusReport;
+    const out = renderStatusTable(hostile, { color: false });
+    expect(out).not.toMatch(/\x1b/);
+    expect(out).toContain("└ a\\x1b[2Jb");
+  });
+
   it("says how to start when there are no agents", () => {
     const empty = { ...report, agents: {}, worktrees: {} } as StatusReport;
     expect(renderStatusTable(empty)).toMatch(/no agents in \/work\/app; start one with `pu spawn/);

@@ -15,6 +15,7 @@ import { ActivityTracker } from "@pu/core/activity";
 import { PuError } from "@pu/core/errors";
 import { OutputRing, DEFAULT_RING_BYTES } from "./output-ring.js";
 import { findExecutable, killProcessGroup, killProcessTree, waitForGroupGone } from "./process-info.js";
+import { ScreenModel } from "./screen/screen-model.js";
 
 export interface SpawnOptions {
   agentId: string;
@@ -90,6 +91,8 @@ export class AgentSession {
   readonly pid: number;
   readonly ring: OutputRing;
   readonly activity = new ActivityTracker();
+  /** The rendered screen; after the exit it keeps the final screen (see ScreenModel.close). */
+  readonly screen: ScreenModel;
   readonly exited: Promise<number>;
 
   private _cols: number;
@@ -122,6 +125,7 @@ export class AgentSession {
     this._cols = cols;
     this._rows = rows;
     this.ring = new OutputRing(ringBytes);
+    this.screen = new ScreenModel(this.ring, cols, rows);
     this.exited = new Promise((resolveExited) => (this.resolveExited = resolveExited));
     // With encoding null node-pty hands us Buffers; its typings still say string.
     term.onData((data: string | Buffer) => this.handleData(typeof data === "string" ? Buffer.from(data) : data));
@@ -228,6 +232,7 @@ export class AgentSession {
     }
     this._cols = cols;
     this._rows = rows;
+    this.screen.resize(cols, rows);
   }
 
   /**
@@ -269,6 +274,7 @@ export class AgentSession {
     this.viewerPumpTimer = undefined;
     this.outputListeners.clear();
     this.exitListeners.clear();
+    void this.screen.close();
     if (!this.ptyClosed) killProcessTree(this.pid, "SIGKILL");
   }
 
@@ -317,6 +323,8 @@ export class AgentSession {
     const offset = this.ring.endOffset;
     this.ring.append(chunk);
     this.noteBracketedPaste(chunk);
+    // Only noted here: the screen model parses the ring on its own timer (see ScreenModel).
+    this.screen.noteOutput(now);
     // Judging output (tokenizing every line) is the costliest per-byte work on this path:
     // judged chunk by chunk it capped a flood at a fraction of PTY speed. Once a chunk has
     // proved meaningful the idle clock is reset, so the rest of a burst is only sampled:
@@ -463,6 +471,7 @@ export class AgentSession {
     clearTimeout(this.viewerPumpTimer);
     this.viewerPumpTimer = undefined;
     this._exitCode = code;
+    void this.screen.close();
     this.resolveExited(code);
     for (const listener of this.exitListeners) {
       safely(() => listener(code));

@@ -50,6 +50,14 @@ function agentView(state: EngineState, entry: AgentEntry, worktreeId: string | u
     live: running,
   };
   if (worktreeId) view.worktreeId = worktreeId;
+  // The screen as last parsed (at most SCREEN_FLUSH_MS behind): status never waits for a parse.
+  if (live && (entry.pid === undefined || entry.pid === live.session.pid)) {
+    const screen = live.session.screen;
+    view.lastScreenLine = screen.lastNonEmptyLine();
+    view.contentHash = screen.contentHash;
+    const changedAt = screen.lastContentChange;
+    if (changedAt !== null) view.lastContentChange = new Date(changedAt).toISOString();
+  }
   return view;
 }
 

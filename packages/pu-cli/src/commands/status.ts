@@ -28,7 +28,7 @@ export default class StatusCommand extends PuCommand {
     if (this.watch) return this.follow(projectRoot);
     const fields = this.agent === undefined ? { projectRoot } : { projectRoot, agentId: this.agent };
     const report = await withDaemon((client) => client.request("status", fields));
-    return this.report.result(report, (out) => out.write(renderStatusTable(report, { color: out.color })));
+    return this.report.result(report, (out) => out.write(renderStatusTable(report, { color: out.color, width: tableWidth() })));
   }
 
   private async follow(projectRoot: string): Promise<number> {
@@ -89,9 +89,14 @@ export default class StatusCommand extends PuCommand {
 
   private draw(out: HumanOutput, report: StatusReport): void {
     // Home + clear on a terminal; a pipe gets successive tables separated by a blank line.
-    const frame = renderStatusTable(report, { color: out.color });
+    const frame = renderStatusTable(report, { color: out.color, width: tableWidth() });
     out.write(out.terminal ? `\x1b[H\x1b[2J${frame}\nwatching ${report.projectRoot} (Ctrl-C to stop)\n` : `${frame}\n`);
   }
+}
+
+/** The terminal's width, or the table's default when stdout is not a terminal. */
+function tableWidth(): number | undefined {
+  return process.stdout.isTTY && process.stdout.columns > 0 ? process.stdout.columns : undefined;
 }
 
 function mapValues<T, U>(record: Record<string, T>, fn: (value: T) => U): Record<string, U> {

@@ -42,7 +42,12 @@ export const SuspendRequest = req("suspend", {
   callerAgentId: AgentId.optional(),
 });
 export const ResumeRequest = req("resume", { projectRoot: ProjectRoot, agentId: AgentId });
-export const LogsRequest = req("logs", { agentId: AgentId, tail: z.number().int().min(0).optional() });
+export const LogsRequest = req("logs", {
+  agentId: AgentId,
+  tail: z.number().int().min(0).optional(),
+  /** The rendered screen (`screen` in the reply) instead of raw bytes. */
+  screen: z.boolean().optional(),
+});
 export const AttachRequest = req("attach", { agentId: AgentId, fromOffset: z.number().int().min(0).optional() });
 export const InputRequest = req("input", { agentId: AgentId, data: Bytes });
 export const ResizeRequest = req("resize", {
@@ -66,6 +71,12 @@ export type AgentView = AgentEntry & {
   /** The daemon holds this agent's PTY right now. */
   live: boolean;
   worktreeId?: string;
+  /** The lowest non-empty row of the agent's rendered screen (while the daemon holds its PTY). */
+  lastScreenLine?: string;
+  /** A hash of the screen's visible text: equal hashes, same text. */
+  contentHash?: string;
+  /** When the screen's visible text last changed (ISO time); absent while it never showed any. */
+  lastContentChange?: string;
 };
 // Not Omit<WorktreeEntry, "agents">: the entry type keeps unknown keys (an index
 // signature), and Omit over an index signature erases the named fields.
@@ -97,13 +108,32 @@ export interface SuspendResult {
   suspended: string[];
   skipped: { agentId: string; reason: string }[];
 }
+/** An agent's terminal as a person would see it now (`logs` with `screen: true`). */
+export interface ScreenView {
+  cols: number;
+  rows: number;
+  /** One string per screen row, top to bottom, trailing blanks removed. */
+  lines: string[];
+  /** 0-based column and row of the cursor. */
+  cursor: { x: number; y: number };
+  alternateScreen: boolean;
+  /** The window title the program set, or "". */
+  title: string;
+  contentHash: string;
+  /** ISO time the visible text last changed; null while nothing was ever drawn. */
+  lastContentChange: string | null;
+  /** Output bytes a flood went past without the screen model parsing them. */
+  skippedBytes: number;
+}
 export interface LogsResult {
+  /** Raw output; empty when the screen was asked for. */
   data: Uint8Array;
   /** Byte offset of data[0] in the agent's whole output. */
   offset: number;
   endOffset: number;
   exited: boolean;
   exitCode?: number;
+  screen?: ScreenView;
 }
 export interface AttachResult {
   agentId: string;
