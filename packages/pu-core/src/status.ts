@@ -4,6 +4,14 @@ import type { AgentStatus } from "./manifest.js";
 
 export const DEFAULT_IDLE_THRESHOLD_SECONDS = 30;
 
+/**
+ * Why a waiting agent waits: at a shell prompt (`prompt`), its CLI ended a turn (`turn_end`,
+ * from a hook or the screen), it asks to be allowed to act (`permission`), it has been quiet
+ * past the idle threshold (`idle`), or pu stopped it to be resumed (`suspended`).
+ */
+export const WAITING_REASONS = ["prompt", "turn_end", "permission", "idle", "suspended"] as const;
+export type WaitingReason = (typeof WAITING_REASONS)[number];
+
 /** How much of the output tail is inspected for a shell prompt. */
 export const PROMPT_WINDOW_BYTES = 256;
 

@@ -2,6 +2,7 @@
 // Each request: its schema and its result (default client timeouts: request-timeouts.ts).
 import { z } from "zod";
 import type { AgentEntry, AgentStatus, WorktreeEntry } from "@pu/core/manifest";
+import type { WaitingReason } from "@pu/core/status";
 import { Bytes, ProjectRoot, AgentId, Name, Vars, Text, TerminalSide, req } from "../fields.js";
 
 export const SpawnRequest = req("spawn", {
@@ -66,6 +67,8 @@ export const RenameRequest = req("rename", {
 export type AgentView = AgentEntry & {
   /** The last status written to the manifest (status above is the live one). */
   storedStatus: AgentStatus;
+  /** Why the agent is waiting; present exactly when the live status is `waiting`. */
+  waitingReason?: WaitingReason;
   /** Seconds since the last meaningful output; null when the daemon has no live process. */
   idleSeconds: number | null;
   /** The daemon holds this agent's PTY right now. */
