@@ -50,6 +50,7 @@ export interface AgentJson {
   live: boolean;
   idleSeconds: number | null;
   storedStatus: string;
+  waitingReason?: string;
   worktreeId?: string;
   [key: string]: unknown;
 }

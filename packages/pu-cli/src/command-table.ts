@@ -16,6 +16,7 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   attach: () => import("./commands/attach.js"),
   logs: () => import("./commands/logs.js"),
   send: () => import("./commands/send.js"),
+  signal: () => import("./commands/signal.js"),
   diff: () => import("./commands/diff.js"),
   merge: () => import("./commands/merge.js"),
   clean: () => import("./commands/clean.js"),

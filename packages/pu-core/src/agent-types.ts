@@ -37,7 +37,16 @@ export interface AgentTypeDescriptor {
   planModeArgs?: string[];
   /** Arguments that let it act without asking for each permission ("yolo"). */
   unattendedArgs?: string[];
+  /**
+   * Pause before the Enter that submits typed text. A CLI that takes a fast burst of keys
+   * as a paste treats an Enter inside the burst as a newline (Codex: keys closer than 8 ms
+   * are a burst, and Enter within 120 ms after one inserts a newline).
+   */
+  submitPauseMs?: number;
 }
+
+/** The pause before Enter for types that do not name one. */
+const DEFAULT_SUBMIT_PAUSE_MS = 50;
 
 const BUILTIN_DESCRIPTORS = {
   claude: {
@@ -57,6 +66,7 @@ const BUILTIN_DESCRIPTORS = {
     resume: "last",
     resumeArgs: ["resume", "--last"],
     unattendedArgs: ["--dangerously-bypass-approvals-and-sandbox"],
+    submitPauseMs: 250,
   },
   opencode: {
     displayName: "OpenCode",
@@ -87,6 +97,11 @@ export function agentTypeDescriptor(name: string): AgentTypeDescriptor | undefin
 /** How the agent type is shown to people: "Claude", or the configured name itself. */
 export function agentDisplayName(name: string): string {
   return agentTypeDescriptor(name)?.displayName ?? name;
+}
+
+/** How long to pause between typed text and the Enter that submits it (see submitPauseMs). */
+export function submitPauseMs(name: string): number {
+  return agentTypeDescriptor(name)?.submitPauseMs ?? DEFAULT_SUBMIT_PAUSE_MS;
 }
 
 /** pu chooses this type's session id at start (it is needed to resume it). */

@@ -36,8 +36,9 @@ export const SCREEN_MARKERS: Readonly<Record<string, ScreenMarkers>> = {
     permission: [/Do you want to proceed\?/],
     // The spinner line: `✻ Thinking… (esc to interrupt)`.
     busy: [/esc to interrupt/i],
-    // The footer under the input box.
-    idle: [/\? for shortcuts/],
+    // `✻ Cooked for 10s · done 5:06 AM` under a finished answer (the busy spinner line has
+    // no duration); the footer `? for shortcuts` where auto mode is off.
+    idle: [/^\s*[✻✽✶✳✢·*]\s+\S+ for \d+(\.\d+)?[smh]\b/, /\? for shortcuts/],
   },
   codex: {
     permission: [],

@@ -15,6 +15,8 @@ import { ActivityTracker } from "@pu/core/activity";
 import { PuError } from "@pu/core/errors";
 import { OutputRing, DEFAULT_RING_BYTES } from "./output-ring.js";
 import { findExecutable, killProcessGroup, killProcessTree, waitForGroupGone } from "./process-info.js";
+
+const CARRIAGE_RETURN = 0x0d;
 import { ScreenModel } from "./screen/screen-model.js";
 
 export interface SpawnOptions {
@@ -188,8 +190,24 @@ export class AgentSession {
     return () => this.exitListeners.delete(cb);
   }
 
+  /**
+   * When input last carried an Enter (epoch ms; 0 for never): a turn may have begun then, so
+   * what the screen said before it is stale (see agentReadiness).
+   */
+  get submittedAt(): number {
+    return this.lastSubmitAt;
+  }
+
+  /** A turn was started some other way than typing Enter (a prompt on the command line). */
+  markSubmitted(at: number = Date.now()): void {
+    this.lastSubmitAt = at;
+  }
+
+  private lastSubmitAt = 0;
+
   write(data: Buffer | string): void {
     if (this.ptyClosed) return;
+    if (typeof data === "string" ? data.includes("\r") : data.includes(CARRIAGE_RETURN)) this.lastSubmitAt = Date.now();
     // node-pty's typings only admit strings, but its write stream passes Buffers through untouched.
     this.term.write(data as string);
   }

@@ -1,6 +1,7 @@
 // Which function answers which request.
 import type { Handlers } from "@pu/ipc/server";
 import { handleAssignTrigger } from "./handlers/assign-trigger.js";
+import { handleAgentSignal } from "./handlers/agent-signal.js";
 import { handleAttach } from "./handlers/attach.js";
 import { handleClean } from "./handlers/clean.js";
 import { handleDefinitionDelete } from "./handlers/definition-delete.js";
@@ -27,6 +28,7 @@ import { handleSubscribeStatus } from "./handlers/subscribe-status.js";
 import { handleSuspend } from "./handlers/suspend.js";
 import { handleTriggerLog } from "./handlers/trigger-log.js";
 import { handleTrust } from "./handlers/trust.js";
+import { handleTypeText } from "./handlers/type-text.js";
 import type { EngineServices } from "./services.js";
 import type { EngineState } from "./state.js";
 
@@ -45,6 +47,8 @@ export function createHandlers(services: EngineServices): Handlers {
     logs: (req) => handleLogs(state, req),
     attach: (req, ctx) => handleAttach(state, req, ctx),
     input: (req) => handleInput(state, req),
+    type_text: (req) => handleTypeText(state, req),
+    agent_signal: (req) => handleAgentSignal(state, req),
     resize: (req, ctx) => handleResize(state, req, ctx),
     rename: (req) => handleRename(state, req),
     diff: (req) => handleDiff(state, req),

@@ -1,8 +1,8 @@
 import { findAgent, type AgentEntry, type AgentStatus, type Manifest } from "@pu/core/manifest";
-import { isAlive } from "@pu/core/status";
+import { isAlive, type WaitingReason } from "@pu/core/status";
 import type { AgentView, StatusEvent, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
-import { sessionStatus, type LiveAgent } from "./agents/live-agent.js";
+import { sessionReadiness, type LiveAgent, type SessionReadiness } from "./agents/live-agent.js";
 import type { AgentStatusChange } from "./engine-events.js";
 import type { EngineState } from "./state.js";
 
@@ -23,33 +23,38 @@ interface AgentTimers {
   idle?: NodeJS.Timeout;
   /** The lastMeaningfulAt the idle timer was armed for. */
   idleArmedFor?: number;
+  /** Due when the readiness said its answer may change on its own (a screen settling). */
+  recheck?: NodeJS.Timeout;
+  recheckAt?: number;
   unsubscribe: () => void;
 }
 
 /** Skips a manifest write when nothing changed (ManifestStore.update writes unless fn throws). */
 class NothingToWrite extends Error {}
 
-/** The live status of an agent the daemon holds, or undefined when it holds no PTY for it. */
-function liveStatus(live: LiveAgent | undefined, entry: AgentEntry): AgentStatus | undefined {
-  if (!live) return undefined;
-  // A suspended agent's process was stopped on purpose: the stored status (waiting) stands.
-  if (entry.suspended) return entry.status;
-  // The manifest entry belongs to a newer process than the one held (should not happen; be safe).
-  if (entry.pid !== undefined && entry.pid !== live.session.pid) return entry.status;
-  return sessionStatus(live);
+/** The live status of an agent and why it waits; from the manifest when the daemon holds no PTY for it. */
+function liveReadiness(live: LiveAgent | undefined, entry: AgentEntry): SessionReadiness {
+  // Not held, suspended, or (be safe) the entry belongs to a newer process than the one held:
+  // the stored status stands, and a stored waiting agent is one stopped to be resumed.
+  if (!live || entry.suspended || (entry.pid !== undefined && entry.pid !== live.session.pid)) {
+    return entry.status === "waiting" ? { status: "waiting", waitingReason: "suspended" } : { status: entry.status };
+  }
+  return sessionReadiness(live);
 }
 
 function agentView(state: EngineState, entry: AgentEntry, worktreeId: string | undefined): AgentView {
   const live = state.sessions.get(entry.id);
   const running = live !== undefined && live.session.exitCode === null;
+  const readiness = liveReadiness(live, entry);
   const view: AgentView = {
     ...entry,
-    status: liveStatus(live, entry) ?? entry.status,
+    status: readiness.status,
     storedStatus: entry.status,
     idleSeconds: running ? live.session.activity.idleSeconds() : null,
     live: running,
   };
   if (worktreeId) view.worktreeId = worktreeId;
+  if (readiness.waitingReason) view.waitingReason = readiness.waitingReason;
   // The screen as last parsed (at most SCREEN_FLUSH_MS behind): status never waits for a parse.
   if (live && (entry.pid === undefined || entry.pid === live.session.pid)) {
     const screen = live.session.screen;
@@ -84,6 +89,7 @@ export function buildStatusReport(state: EngineState, m: Manifest): StatusReport
 export class StatusWatch {
   private readonly subscribers = new Map<string, Set<Subscriber>>();
   private readonly known = new Map<string, AgentStatus>();
+  private readonly knownReason = new Map<string, WaitingReason | undefined>();
   private readonly timers = new Map<string, AgentTimers>();
   private readonly pendingPush = new Map<string, AgentStatusChange[]>();
   private readonly pendingPersist = new Map<string, NodeJS.Timeout>();
@@ -95,6 +101,7 @@ export class StatusWatch {
       state.events.on("agent_registered", ({ live }) => this.track(live)),
       state.events.on("agent_released", ({ agentId }) => this.untrack(agentId)),
       state.events.on("agent_prompt_delivered", ({ live }) => this.recompute(live)),
+      state.events.on("agent_turn_signal", ({ live }) => this.recompute(live)),
       state.events.on("manifest_changed", ({ projectRoot }) => this.schedulePush(projectRoot)),
     ];
   }
@@ -113,14 +120,18 @@ export class StatusWatch {
         this.armIdle(live, timers);
       }, OUTPUT_RECOMPUTE_MS);
     });
+    // A parse that changed the screen may change the verdict (a busy marker gone, a dialog up).
+    const offScreen = live.session.screen.onChange(() => this.recompute(live));
     const offExit = live.session.onExit(() => {
       clearTimeout(timers.output);
       clearTimeout(timers.idle);
-      timers.output = timers.idle = undefined;
+      clearTimeout(timers.recheck);
+      timers.output = timers.idle = timers.recheck = undefined;
       this.recompute(live);
     });
     timers.unsubscribe = () => {
       offOutput?.();
+      offScreen();
       offExit?.();
     };
     this.armIdle(live, timers);
@@ -132,9 +143,11 @@ export class StatusWatch {
     if (!timers) return;
     clearTimeout(timers.output);
     clearTimeout(timers.idle);
+    clearTimeout(timers.recheck);
     timers.unsubscribe();
     this.timers.delete(agentId);
     this.known.delete(agentId);
+    this.knownReason.delete(agentId);
   }
 
   /**
@@ -164,9 +177,17 @@ export class StatusWatch {
   private recompute(live: LiveAgent): void {
     if (this.disposed) return;
     if (this.state.sessions.get(live.agentId) !== live) return;
-    const now = sessionStatus(live);
+    const readiness = sessionReadiness(live);
+    this.armRecheck(live, readiness.recheckAt);
+    const now = readiness.status;
     const before = this.known.get(live.agentId) ?? null;
-    if (before === now) return;
+    const reasonBefore = this.knownReason.get(live.agentId);
+    this.knownReason.set(live.agentId, readiness.waitingReason);
+    if (before === now) {
+      // Still waiting, for another reason (a permission dialog came up): subscribers see it.
+      if (reasonBefore !== readiness.waitingReason) this.schedulePush(live.projectRoot);
+      return;
+    }
     this.known.set(live.agentId, now);
     const change: AgentStatusChange = { projectRoot: live.projectRoot, agentId: live.agentId, from: before, to: now };
     this.state.events.emit("agent_status", change);
@@ -174,6 +195,21 @@ export class StatusWatch {
     if (before !== null && isAlive(before) && isAlive(now) && live.stopIntent === undefined) {
       this.schedulePersist(live.projectRoot);
     }
+  }
+
+  /** One timer per agent for the time the readiness named; a later or equal one already armed stands. */
+  private armRecheck(live: LiveAgent, at: number | undefined): void {
+    const timers = this.timers.get(live.agentId);
+    if (!timers || this.disposed) return;
+    if (at === undefined) return;
+    if (timers.recheck && timers.recheckAt !== undefined && timers.recheckAt <= at) return;
+    clearTimeout(timers.recheck);
+    timers.recheckAt = at;
+    timers.recheck = setTimeout(() => {
+      timers.recheck = timers.recheckAt = undefined;
+      this.recompute(live);
+    }, Math.max(0, at - Date.now()) + IDLE_EPSILON_MS);
+    timers.recheck.unref();
   }
 
   async subscribe(root: string, requestId: number | string, ctx: ConnectionContext, m: Manifest): Promise<StatusReport> {

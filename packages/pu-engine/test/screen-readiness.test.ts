@@ -1,6 +1,7 @@
 // pu-core's screenReadiness read off screens that a real headless xterm (pu-engine's
 // screen model) rendered from synthetic streams drawn the way each CLI draws: colours,
 // cursor moves, line erases, an inline redraw (Ink), a scroll region, the alternate screen.
+import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { screenReadiness, type ScreenReadiness } from "@pu/core/screen-readiness";
 import { OutputRing } from "../src/output-ring.js";
@@ -28,9 +29,9 @@ function terminal(cols = 80, rows = 24) {
   models.push(model);
   return {
     model,
-    async draw(...chunks: string[]): Promise<void> {
+    async draw(...chunks: (string | Buffer)[]): Promise<void> {
       for (const chunk of chunks) {
-        ring.append(Buffer.from(chunk));
+        ring.append(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
         model.noteOutput();
       }
       await model.settle();
@@ -172,4 +173,19 @@ describe("screen readiness: other programs", () => {
     expect(t.read("constructor")).toBe("unknown");
     expect(t.read("claude")).toBe("busy");
   });
+});
+
+// The raw bytes the real CLIs wrote under pu (tests/real-agents/fixtures, taken by the
+// real-agents e2e suite), rendered at the size they were drawn for.
+describe("screen readiness: real captures", () => {
+  const fixtures = new URL("../../../tests/real-agents/fixtures/", import.meta.url);
+  for (const agent of ["claude", "codex", "opencode"]) {
+    it(`${agent}: the capture taken while the model thought reads busy, the one after its answer idle`, async () => {
+      for (const [moment, expected] of [["busy", "busy"], ["idle", "idle"]] as const) {
+        const t = terminal(120, 40);
+        await t.draw(readFileSync(new URL(`${agent}-${moment}.bin`, fixtures)));
+        expect(t.read(agent), `${agent}-${moment}.bin`).toBe(expected);
+      }
+    });
+  }
 });

@@ -35,6 +35,8 @@ export const RequestSchemas = {
   logs: agents.LogsRequest,
   attach: agents.AttachRequest,
   input: agents.InputRequest,
+  type_text: agents.TypeTextRequest,
+  agent_signal: agents.AgentSignalRequest,
   resize: agents.ResizeRequest,
   rename: agents.RenameRequest,
   diff: worktrees.DiffRequest,

@@ -23,26 +23,17 @@ export default class SendCommand extends PuCommand {
   noEnter = Option.Boolean("--no-enter", false, { description: "Do not press Enter after TEXT" });
   keys = Option.String("--keys", { description: 'Named keys, e.g. "C-c Enter Up"' });
 
-  /** The input writes, in order. Text and its Enter go separately so TUIs do not take Enter as part of a paste. */
-  chunks(): Uint8Array<ArrayBuffer>[] {
-    if (this.text === undefined && this.keys === undefined) throw new CliUsageError("give TEXT to type or --keys to press");
-    // Node's Buffer is typed over ArrayBufferLike; the protocol's bytes over ArrayBuffer (same thing at run time).
-    const chunks: Uint8Array<ArrayBuffer>[] = [];
-    if (this.text !== undefined) {
-      // Control keys go with --keys, by name: a stray \x03 in TEXT would be a Ctrl-C.
-      const text = checkPromptText(this.text, "TEXT");
-      if (text !== "") chunks.push(Buffer.from(text, "utf8") as Uint8Array<ArrayBuffer>);
-      if (!this.noEnter) chunks.push(Buffer.from("\r") as Uint8Array<ArrayBuffer>);
-    }
-    if (this.keys !== undefined) chunks.push(parseKeys(this.keys) as Uint8Array<ArrayBuffer>);
-    return chunks;
-  }
-
   async run(): Promise<number> {
-    const chunks = this.chunks();
+    if (this.text === undefined && this.keys === undefined) throw new CliUsageError("give TEXT to type or --keys to press");
+    // Control keys go with --keys, by name: a stray \x03 in TEXT would be a Ctrl-C.
+    const text = this.text === undefined ? undefined : checkPromptText(this.text, "TEXT");
+    // Node's Buffer is typed over ArrayBufferLike; the protocol's bytes over ArrayBuffer (same thing at run time).
+    const keys = this.keys === undefined ? undefined : (parseKeys(this.keys) as Uint8Array<ArrayBuffer>);
     let bytes = 0;
     await withDaemon(async (client) => {
-      for (const data of chunks) bytes += (await client.request("input", { agentId: this.agentId, data })).bytes;
+      // The daemon types the text the way this agent's CLI takes it (a paste, then Enter as its own key after a pause).
+      if (text !== undefined && (text !== "" || !this.noEnter)) bytes += (await client.request("type_text", { agentId: this.agentId, text, submit: !this.noEnter })).bytes;
+      if (keys !== undefined) bytes += (await client.request("input", { agentId: this.agentId, data: keys })).bytes;
     });
     return this.report.result({ agentId: this.agentId, bytes }, (out) => out.line(`sent ${bytes} byte(s) to ${this.agentId}`));
   }

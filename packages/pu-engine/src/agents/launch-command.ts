@@ -141,29 +141,33 @@ export interface PromptTarget {
   readonly bracketedPaste?: boolean;
 }
 
-export interface DeliverPromptOptions {
+export interface TypingOptions {
+  chunkBytes?: number;
+  /** Pause between chunks, so TUIs see typing rather than one burst. */
+  keystrokeGapMs?: number;
+  /** Pause before the Enter (the agent type's submitPauseMs). */
+  submitPauseMs?: number;
+  /** Press Enter after the text (default true). */
+  submit?: boolean;
+}
+
+export interface DeliverPromptOptions extends TypingOptions {
   /** Type once output has been quiet this long after the program printed something. */
   quietMs?: number;
   /** Type after this long if the program printed nothing at all. */
   noOutputMs?: number;
-  chunkBytes?: number;
   /** Type anyway after this long, even if output never settles (e.g. an animation). */
   timeoutMs?: number;
-  /** Pause between chunks, and before Enter, so TUIs see typing rather than a paste ending in Enter. */
-  keystrokeGapMs?: number;
 }
 
 /**
- * Types `text` into the agent once it looks ready, then presses Enter, as its own key after a
- * pause. Control characters never reach the agent as key presses: they are stripped here
- * (requests refuse them earlier; this covers trigger files and gate output). Where the program
- * enabled bracketed paste the text goes in as one paste, so a newline in it does not submit.
- * Resolves true when written, false when the agent exited first.
+ * Types `text` into the agent once it looks ready (see typeText). Resolves true when
+ * written, false when the agent exited first.
  */
 export async function deliverPrompt(
   session: PromptTarget,
   text: string,
-  { quietMs = 450, noOutputMs = 1800, chunkBytes = 64, timeoutMs = 15000, keystrokeGapMs = 10 }: DeliverPromptOptions = {},
+  { quietMs = 450, noOutputMs = 1800, timeoutMs = 15000, ...typing }: DeliverPromptOptions = {},
 ): Promise<boolean> {
   let exited = session.exitCode !== null;
   void session.exited.then(() => {
@@ -187,16 +191,36 @@ export async function deliverPrompt(
   } finally {
     unsubscribe();
   }
+  return typeText(session, text, typing);
+}
+
+/**
+ * Types `text` now, then presses Enter as its own key after a pause. Control characters never
+ * reach the agent as key presses: they are stripped here (requests refuse them earlier; this
+ * covers trigger files and gate output). Where the program enabled bracketed paste the text
+ * goes in as one paste, so a newline in it does not submit. Resolves false when the agent
+ * exited before everything was written.
+ */
+export async function typeText(
+  session: PromptTarget,
+  text: string,
+  { chunkBytes = 64, keystrokeGapMs = 10, submitPauseMs = 50, submit = true }: TypingOptions = {},
+): Promise<boolean> {
+  let exited = session.exitCode !== null;
+  void session.exited.then(() => {
+    exited = true;
+  });
   const clean = stripControlCharacters(text);
   const paste = session.bracketedPaste === true;
-  if (paste) session.write(PASTE_START);
+  if (paste && clean) session.write(PASTE_START);
   for (const chunk of utf8Chunks(clean, chunkBytes)) {
     if (exited) return false;
     session.write(chunk);
     await sleep(keystrokeGapMs);
   }
-  if (paste) session.write(PASTE_END);
-  await sleep(keystrokeGapMs * 5);
+  if (paste && clean) session.write(PASTE_END);
+  if (!submit) return !exited;
+  await sleep(submitPauseMs);
   if (exited) return false;
   session.write("\r");
   return true;

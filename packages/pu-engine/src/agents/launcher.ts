@@ -23,6 +23,7 @@ import { buildEnv, buildLaunch, type Launch } from "./launch-command.js";
 import type { LiveAgent } from "./live-agent.js";
 import { dropSession, registerSession } from "./registry.js";
 import { startTurn } from "./turn.js";
+import { turnHookArgs } from "./cli-hooks.js";
 
 /** Where a new agent runs. */
 export type LaunchPlacement =
@@ -198,12 +199,14 @@ export async function launchAgent(state: EngineState, desc: LaunchDescription): 
     }
   }
 
+  // The CLI's own turn-end hooks (only for the type's own command: a custom one may be anything).
+  const hookArgs = desc.command === undefined ? turnHookArgs(agentType, state.home) : [];
   let session: AgentSession;
   try {
     session = AgentSession.spawn({
       agentId,
       file: launch.file,
-      args: launch.args,
+      args: [...launch.args, ...hookArgs],
       cwd: placement.cwd,
       env,
       cols: desc.cols,
@@ -214,6 +217,9 @@ export async function launchAgent(state: EngineState, desc: LaunchDescription): 
     await rollBackWorktree();
     throw err instanceof PuError ? err : new PuError("SPAWN_FAILED", `cannot start ${launch.file}: ${(err as Error).message}`);
   }
+  // A prompt on the command line starts a turn as the program starts: what its screen shows
+  // before it has visibly begun is no answer (see agentReadiness).
+  if (desc.prompt && launch.promptToType === undefined) session.markSubmitted();
 
   // Checked right before registering, with no await in between: shutdown raises the flag
   // first and lists the sessions to stop later, so this agent is either on that list or refused.
@@ -365,7 +371,8 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
     });
     const env = buildEnv(process.env, { agentId: agent.id, projectRoot: root, worktreeId: worktree?.id, extra: agent.env });
     ensureExecutable(launch.file, cwd, env.PATH);
-    session = AgentSession.spawn({ agentId: agent.id, file: launch.file, args: launch.args, cwd, env, ringBytes: config.outputBufferBytes });
+    const hookArgs = agent.command === undefined ? turnHookArgs(agent.agentType, state.home) : [];
+    session = AgentSession.spawn({ agentId: agent.id, file: launch.file, args: [...launch.args, ...hookArgs], cwd, env, ringBytes: config.outputBufferBytes });
   } catch (err) {
     const reason = (err as Error).message;
     await state

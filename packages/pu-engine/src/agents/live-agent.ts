@@ -3,7 +3,8 @@
  * creates these, the status watch, launcher, stop and turn read them.
  */
 import type { AgentStatus } from "@pu/core/manifest";
-import { effectiveStatus } from "@pu/core/status";
+import { agentReadiness, type TurnSignal } from "@pu/core/agent-readiness";
+import type { WaitingReason } from "@pu/core/status";
 import type { AgentSession } from "../agent-session.js";
 
 /** Why the daemon itself is stopping an agent; decides what its exit is recorded as. */
@@ -29,6 +30,10 @@ export interface LiveAgent extends SessionPlacement {
    * has not started its task, so it must not read as waiting (triggers would fire early).
    */
   promptPending?: boolean;
+  /** The last turn signal the agent's CLI hook sent (`pu signal`). */
+  turnSignal?: TurnSignal;
+  /** The submit time (session.submittedAt) after which the screen last showed the agent busy. */
+  busySeenAfter?: number;
   /** When this process started (ms since the epoch): exit events carry the duration. */
   startedAtMs: number;
   /** Settles once the exit has been written to the manifest (never rejects). */
@@ -39,19 +44,46 @@ export interface LiveAgent extends SessionPlacement {
   entryWritten: Promise<void>;
 }
 
-/** Effective status of a session the daemon holds, now. */
-export function sessionStatus(live: LiveAgent): AgentStatus {
+/** Status of a session the daemon holds, now, and why it waits when it does. */
+export interface SessionReadiness {
+  status: AgentStatus;
+  waitingReason?: WaitingReason;
+  /** Ask again then (epoch ms): the answer can change without new output. */
+  recheckAt?: number;
+}
+
+export function sessionReadiness(live: LiveAgent, now: number = Date.now()): SessionReadiness {
   const session = live.session;
   if (session.exitCode !== null) {
     // Stopped on purpose to be resumed later: waiting, not broken.
-    return live.stopIntent === "suspend" || live.stopIntent === "shutdown" ? "waiting" : "broken";
+    return live.stopIntent === "suspend" || live.stopIntent === "shutdown" ? { status: "waiting", waitingReason: "suspended" } : { status: "broken" };
   }
-  if (live.promptPending) return "streaming";
-  return effectiveStatus({
-    exitCode: null,
-    output: session.ring.lastBytes(256),
+  if (live.promptPending) return { status: "streaming" };
+  const submittedAt = session.submittedAt;
+  const screen = session.screen;
+  const reported = screen.reportedState;
+  const readiness = agentReadiness({
+    agentType: live.agentType,
+    now,
+    rows: screen.rows(),
+    reportedState: reported ? { state: reported.state, at: reported.at } : null,
+    lastContentChange: screen.lastContentChange,
+    submittedAt,
+    turnSeenSince: live.busySeenAfter !== undefined && live.busySeenAfter >= submittedAt,
+    signal: live.turnSignal ?? null,
+    outputTail: session.ring.lastBytes(256),
     idleSeconds: session.activity.idleSeconds(),
-    suspended: false,
     idleThresholdSeconds: live.idleThresholdSeconds,
   });
+  // The submitted turn has visibly begun: from now on its end marker is evidence.
+  if (readiness.screenBusy) live.busySeenAfter = submittedAt;
+  const result: SessionReadiness = { status: readiness.status };
+  if (readiness.waitingReason) result.waitingReason = readiness.waitingReason;
+  if (readiness.recheckAt !== undefined) result.recheckAt = readiness.recheckAt;
+  return result;
+}
+
+/** Effective status of a session the daemon holds, now. */
+export function sessionStatus(live: LiveAgent): AgentStatus {
+  return sessionReadiness(live).status;
 }

@@ -9,6 +9,7 @@
  * burst of output has been quiet for a moment (a fast agent can answer and show its
  * prompt again before the status watch ever sees it streaming).
  */
+import { submitPauseMs } from "@pu/core/agent-types";
 import { deliverPrompt, type DeliverPromptOptions } from "./launch-command.js";
 import type { EngineState } from "../state.js";
 import { sessionStatus, type LiveAgent } from "./live-agent.js";
@@ -49,7 +50,7 @@ export interface StartedTurn {
 /** Types `text` into the agent and follows the turn it starts. */
 export function startTurn(state: EngineState, live: LiveAgent, text: string, options: TurnOptions = {}): StartedTurn {
   const startedAt = Date.now();
-  const typed = deliverPrompt(live.session, text, options.deliver).catch((err: unknown) => {
+  const typed = deliverPrompt(live.session, text, { submitPauseMs: submitPauseMs(live.agentType), ...options.deliver }).catch((err: unknown) => {
     state.log.event("prompt_delivery_failed", { projectRoot: live.projectRoot, agentId: live.agentId, error: err });
     return false;
   });

@@ -16,13 +16,13 @@
 // starts the daemon), else the CLI package next to this one in the pu checkout. When
 // neither exists, a hook that has gates to run fails the commit and says why: a gate
 // that cannot run must not pass.
-import { promises as fs, statSync } from "node:fs";
+import { promises as fs } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import writeFileAtomic from "write-file-atomic";
 import { puDir, worktreesDir } from "@pu/core/paths";
 import { shellQuote } from "@pu/core/template";
 import type { DaemonLog } from "../daemon-log.js";
+import { locatePuCli } from "../pu-cli-path.js";
 import { git, gitProbe, isInside, withRepoLock } from "./runner.js";
 
 /** What installing hooks needs of the daemon: the home its scripts name, and its log. */
@@ -36,20 +36,6 @@ const HOOK_FILES: Record<HookEvent, string> = { pre_commit: "pre-commit", pre_pu
 
 function hooksDir(root: string): string {
   return path.join(puDir(root), "hooks");
-}
-
-/** The pu CLI entry to call from hooks, or undefined when none can be found. */
-function locatePuCli(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const candidates = [env.PU_CLI_BIN, path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../pu-cli/bin/pu")];
-  for (const candidate of candidates) {
-    if (!candidate) continue;
-    try {
-      if (statSync(candidate).isFile()) return path.resolve(candidate);
-    } catch {
-      // next
-    }
-  }
-  return undefined;
 }
 
 function hookScript(opts: {

@@ -306,11 +306,25 @@ export class ScreenModel {
   private afterParse(newestAt: number): void {
     this.lines = this.readLines();
     const hash = hashLines(this.lines);
+    const reportedBefore = this.reportedSeen;
+    this.reportedSeen = this.reported;
+    if (hash === this.hash && reportedBefore === this.reported) return;
     if (hash !== this.hash) {
       this.hash = hash;
       this.changedAt = newestAt;
     }
+    for (const listener of this.changeListeners) listener();
   }
+
+  /** Calls `listener` after each parse that changed the visible text or the reported state. */
+  onChange(listener: () => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  private readonly changeListeners = new Set<() => void>();
+  /** The reported state as of the last change notice. */
+  private reportedSeen: ReportedState | null = null;
 
   private readLines(): string[] {
     const buffer = this.term.buffer.active;

@@ -49,6 +49,10 @@ export const LogsRequest = req("logs", {
   /** The rendered screen (`screen` in the reply) instead of raw bytes. */
   screen: z.boolean().optional(),
 });
+/** Text typed the way the agent's CLI accepts it (see deliverPrompt), then Enter unless `submit` is false. */
+export const TypeTextRequest = req("type_text", { agentId: AgentId, text: Text, submit: z.boolean().default(true) });
+/** An agent CLI's hook reporting its turn state (`pu signal`, run by the hook with PU_AGENT_ID). */
+export const AgentSignalRequest = req("agent_signal", { agentId: AgentId, signal: z.enum(["busy", "turn_end", "permission"]) });
 export const AttachRequest = req("attach", { agentId: AgentId, fromOffset: z.number().int().min(0).optional() });
 export const InputRequest = req("input", { agentId: AgentId, data: Bytes });
 export const ResizeRequest = req("resize", {
@@ -159,6 +163,8 @@ export interface AgentsResults {
   logs: LogsResult;
   attach: AttachResult;
   input: { bytes: number };
+  type_text: { bytes: number };
+  agent_signal: { agentId: string; status: AgentStatus; waitingReason?: WaitingReason };
   resize: { cols: number; rows: number };
   rename: { target: string; name: string };
 }
