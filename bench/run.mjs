@@ -14,6 +14,7 @@ const BENCHMARKS = [
   { name: "status", load: () => import("./status.mjs") },
   { name: "agents", load: () => import("./agents.mjs") },
   { name: "screen", load: () => import("./screen.mjs") },
+  { name: "real-agents", load: () => import("./real-agents.mjs") },
   { name: "manifest", load: () => import("./manifest.mjs") },
   { name: "ipc", load: () => import("./ipc.mjs"), adapt: adaptIpc },
 ];
