@@ -9,7 +9,6 @@ import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { REPO, figure, killOwned, isAlive, sleep, spawnAgent, startDaemon, summarize, tempWorkspace } from "./lib.mjs";
-import { execFileSync } from "node:child_process";
 
 const AGENTS = ["claude", "codex", "opencode"];
 const THINK_MS = 2500;
@@ -67,8 +66,6 @@ async function oneAgent(kit, agent, turns) {
   let daemon;
   let pid;
   try {
-    execFileSync("git", ["init", "-q", "-b", "main"], { cwd: ws.project });
-    execFileSync("git", ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "commit", "-q", "--allow-empty", "-m", "start"], { cwd: ws.project });
     const homeDir = path.join(ws.home, "agent-home");
     mkdirSync(homeDir, { recursive: true });
     const home = kit.agentHome(agent, { dir: homeDir, serverUrl: server.url, trustedDirs: [ws.project] });

@@ -5,10 +5,11 @@
 //   tmux    — tmux owns the PTY; `pipe-pane -O` feeds a byte counter process
 // Each program first blocks on `read`, so timing starts when Enter is sent and
 // ends when the last byte reaches the consumer; every host sees the same bytes.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, openSync, closeSync, writeSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import {
+  CLI_BIN,
   REPO,
   connect,
   cpuSeconds,
@@ -110,6 +111,37 @@ async function viaDaemon(daemon, ws, script) {
   }
 }
 
+/** The real CLI as the consumer: `pu logs --follow` writing to a pipe this process drains. */
+async function viaCliFollow(daemon, ws, script) {
+  const { agentId, agent } = await spawnAgent(daemon.client, { projectRoot: ws.project, root: true, command: script, cols: COLS, rows: ROWS });
+  const cli = spawn(process.execPath, [CLI_BIN, "logs", agentId, "--follow"], { env: { ...process.env, PU_HOME: ws.home }, stdio: ["ignore", "pipe", "pipe"] });
+  own(cli.pid);
+  try {
+    let bytes = 0;
+    let lastByteAt = 0;
+    let stderr = "";
+    cli.stdout.on("data", (chunk) => {
+      bytes += chunk.length;
+      lastByteAt = clock();
+    });
+    cli.stderr.on("data", (chunk) => (stderr += chunk));
+    const exited = new Promise((resolve) => cli.once("exit", resolve));
+    // The follower is attached once it has printed the agent's (empty) start or after a moment.
+    await sleep(SETTLE_MS * 3);
+    const cpuBefore = cpuSeconds(daemon.pid);
+    const start = clock();
+    await daemon.client.request("input", { agentId, data: Buffer.from("\n") });
+    const code = await exited;
+    if (code !== 0) throw new Error(`pu logs --follow exited with ${code}: ${stderr.slice(-300)}`);
+    return { bytes, seconds: (lastByteAt - start) / 1000, daemonCpu: cpuSeconds(daemon.pid) - cpuBefore };
+  } finally {
+    if (isAlive(cli.pid)) await killOwned(cli.pid);
+    disown(cli.pid);
+    if (isAlive(agent.pid)) await killOwned(agent.pid);
+    disown(agent.pid);
+  }
+}
+
 function tmux(sock, ...args) {
   const r = spawnSync("tmux", ["-S", sock, "-f", "/dev/null", ...args], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`tmux ${args.join(" ")}: ${r.stderr}`);
@@ -163,15 +195,16 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
     daemon = await startDaemon(ws.home);
     await daemon.client.request("init", { projectRoot: ws.project });
 
-    const rates = { direct: [], pu: [], tmux: [] };
-    const bytesSeen = { direct: [], pu: [], tmux: [] };
+    const rates = { direct: [], pu: [], cli: [], tmux: [] };
+    const bytesSeen = { direct: [], pu: [], cli: [], tmux: [] };
     const skippedBytes = [];
     const daemonCpu = [];
     for (let r = 0; r < runs; r++) {
       const d = await viaDirectPty(pty, ws.project, script);
       const p = await viaDaemon(daemon, ws, script);
+      const c = await viaCliFollow(daemon, ws, script);
       const t = await viaTmux(ws.dir, script, r);
-      for (const [k, v] of Object.entries({ direct: d, pu: p, tmux: t })) {
+      for (const [k, v] of Object.entries({ direct: d, pu: p, cli: c, tmux: t })) {
         rates[k].push(v.bytes / v.seconds / 1e6);
         bytesSeen[k].push(v.bytes);
       }
@@ -181,9 +214,11 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
     const pu = summarize(rates.pu);
     const direct = summarize(rates.direct);
     const tm = summarize(rates.tmux);
+    const cli = summarize(rates.cli);
     const ratio = pu.median / direct.median;
+    const cliRatio = cli.median / direct.median;
     const note =
-      `${fileBytes} bytes in the file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, ` +
+      `${fileBytes} bytes in the file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, pu logs --follow ${bytesSeen.cli.join("/")}, ` +
       `direct ${bytesSeen.direct.join("/")}, tmux ${bytesSeen.tmux.join("/")}; ` +
       `bytes the pu viewer skipped (fell behind the ring): ${skippedBytes.join("/")}; ` +
       `daemon CPU per run (screen model included): ${daemonCpu.map((c) => `${c.toFixed(2)} s`).join("/")}`;
@@ -198,6 +233,17 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
         target: "≥ 0.8× direct node-pty",
         met: ratio >= 0.8,
         notes: note,
+      }),
+      figure({
+        id: "throughput.cli_follow_vs_direct",
+        name: `Output throughput: same cat via daemon → \`pu logs --follow\` (the CLI) writing to a pipe`,
+        unit: "MB/s",
+        value: cli,
+        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
+        ratio: cliRatio,
+        target: "≥ 0.8× direct node-pty",
+        met: cliRatio >= 0.8,
+        notes: "the pipe is drained by the bench process as fast as it can read",
       }),
       figure({
         id: "throughput.tmux",
