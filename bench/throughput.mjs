@@ -114,7 +114,8 @@ async function viaDaemon(daemon, ws, script) {
 /** The real CLI as the consumer: `pu logs --follow` writing to a pipe this process drains. */
 async function viaCliFollow(daemon, ws, script) {
   const { agentId, agent } = await spawnAgent(daemon.client, { projectRoot: ws.project, root: true, command: script, cols: COLS, rows: ROWS });
-  const cli = spawn(process.execPath, [CLI_BIN, "logs", agentId, "--follow"], { env: { ...process.env, PU_HOME: ws.home }, stdio: ["ignore", "pipe", "pipe"] });
+  const nodeArgs = (process.env.PU_BENCH_CLI_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const cli = spawn(process.execPath, [...nodeArgs, CLI_BIN, "logs", agentId, "--follow"], { env: { ...process.env, PU_HOME: ws.home }, stdio: ["ignore", "pipe", "pipe"] });
   own(cli.pid);
   try {
     let bytes = 0;
