@@ -136,4 +136,68 @@ describe("plan sessions", { timeout: 240_000 }, () => {
     // A cancelled session stays cancelled.
     expect((await sb.pu(["plan", "cancel", sessionId])).code).not.toBe(0);
   });
+
+  it("--plan-only stops after the plan; pu plan run approves and goes on; a dangling blockedBy is typed back", async () => {
+    const scenario = scenarioFile("plan-only", { badTasks: [task("a"), task("b", ["zz"])], tasks: [task("a"), task("b", ["a"])] });
+    await sb.ok(["daemon", "restart"], { env: { PLAN_TEST_SCENARIO: scenario } });
+    const { sessionId } = await sb.puJson<PlanJson>(["plan", "start", "two files", "--plan-only", "--auto", "--skip-verify"]);
+    const planned = await waitFor("the plan", async () => {
+      const plan = await sb.puJson<PlanJson>(["plan", "status", sessionId]);
+      return plan.tasks.length > 0 ? plan : undefined;
+    }, 60_000);
+    // --skip-verify: no verify task; --auto approved it, --plan-only holds it in PLANNING.
+    expect(planned.tasks.map((t) => t.id)).toEqual(["a", "b"]);
+    const evidence = await sb.puJson<EvidenceJson>(["plan", "evidence", sessionId]);
+    expect(evidence.evidenceLog.find((e) => e.type === "plan_rejected")?.summary).toMatch(/zz/);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect((await sb.puJson<PlanJson>(["plan", "status", sessionId])).phase).toBe("PLANNING");
+    // Approving is refused once done; run goes on.
+    await sb.ok(["plan", "run", sessionId]);
+    const done = await waitFor("the session to complete", async () => {
+      const plan = await sb.puJson<PlanJson>(["plan", "status", sessionId]);
+      return plan.phase === "COMPLETE" ? plan : undefined;
+    }, 60_000, 500);
+    expect(done.tasks.every((t) => t.status === "resolved")).toBe(true);
+  });
+
+  it("a SIGKILLed daemon loses nothing: the next one re-prompts the task in its worktree and completes", async () => {
+    const scenario = scenarioFile("sigkill", { tasks: [task("a"), task("b", ["a"])], slowMs: 2500 });
+    await sb.ok(["daemon", "restart"], { env: { PLAN_TEST_SCENARIO: scenario } });
+    const { sessionId } = await sb.puJson<PlanJson>(["plan", "start", "survive a crash", "--auto", "--skip-verify"]);
+    await waitFor("task a in progress", async () => (await sb.puJson<PlanJson>(["plan", "status", sessionId])).tasks.find((t) => t.id === "a")?.worker, 60_000);
+    const pid = sb.noteDaemonPid();
+    expect(pid).toBeDefined();
+    process.kill(pid!, "SIGKILL");
+    await waitFor("the daemon to be gone", () => {
+      try {
+        process.kill(pid!, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    });
+    // Any command starts the next daemon, which resumes the session.
+    await sb.ok(["health"], { env: { PLAN_TEST_SCENARIO: scenario } });
+    const done = await waitFor("the session to complete after the crash", async () => {
+      const plan = await sb.puJson<PlanJson>(["plan", "status", sessionId]);
+      if (plan.phase === "FAILED") throw new Error(JSON.stringify(await sb.puJson(["plan", "evidence", sessionId])));
+      return plan.phase === "COMPLETE" ? plan : undefined;
+    }, 90_000, 500);
+    expect(done.tasks.map((t) => t.status)).toEqual(["resolved", "resolved"]);
+    const b = execFileSync("git", ["show", `${done.branch}:b.txt`], { cwd: sb.root, encoding: "utf8" });
+    expect(b).toContain("a:present");
+  });
+
+  it("verification failing at the iteration limit ends the session FAILED with the reasons", async () => {
+    const scenario = scenarioFile("limit", { tasks: [task("a")], verifyFailOnce: "a" });
+    await sb.ok(["daemon", "restart"], { env: { PLAN_TEST_SCENARIO: scenario } });
+    const { sessionId } = await sb.puJson<PlanJson>(["plan", "start", "never good enough", "--auto", "--max-iterations", "1"]);
+    const failed = await waitFor("the session to fail", async () => {
+      const plan = await sb.puJson<PlanJson>(["plan", "status", sessionId]);
+      return plan.phase === "FAILED" ? plan : undefined;
+    }, 90_000, 500);
+    expect(failed.iteration).toBe(1);
+    const evidence = await sb.puJson<EvidenceJson>(["plan", "evidence", sessionId]);
+    expect(evidence.evidenceLog.at(-1)?.summary).toMatch(/iteration limit.*not good enough yet/);
+  });
 });
