@@ -99,7 +99,12 @@ class PlanDriver {
       wake();
       return;
     }
-    if (this.running) return;
+    if (this.running) {
+      // Mid-loop: it may be about to stop for approval; go round once more when it does.
+      this.again = true;
+      return;
+    }
+    this.again = false;
     this.running = this.drive()
       .catch((error: unknown) => {
         if (error instanceof Stopped) return;
@@ -108,8 +113,12 @@ class PlanDriver {
       })
       .finally(() => {
         this.running = undefined;
+        if (this.again) this.kick();
       });
   }
+
+  /** A kick arrived while the loop ran. */
+  private again = false;
 
   workerFor(taskId: string): RunningWorker | undefined {
     return this.workers.get(taskId);
