@@ -15,6 +15,7 @@ const BENCHMARKS = [
   { name: "agents", load: () => import("./agents.mjs") },
   { name: "screen", load: () => import("./screen.mjs") },
   { name: "real-agents", load: () => import("./real-agents.mjs") },
+  { name: "plans", load: () => import("./plans.mjs") },
   { name: "manifest", load: () => import("./manifest.mjs") },
   { name: "ipc", load: () => import("./ipc.mjs"), adapt: adaptIpc },
 ];

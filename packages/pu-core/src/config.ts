@@ -64,6 +64,21 @@ const AgentTypeEntrySchema = z.looseObject({
   resumeArgs: z.array(z.string()).optional(),
 });
 
+/** `plan:` settings of plan sessions (docs/plans.md). Commands here run only once the project is trusted. */
+const PlanConfigSchema = z.object({
+  /** The agent type of each plan role; a role not named takes the project's defaultAgent. */
+  agents: z.partialRecord(z.enum(["explorer", "planner", "worker", "verifier"]), z.string().min(1)).default({}),
+  /** A shell command run in a worker's worktree when its task's turn ends; it must pass for the task to resolve. */
+  taskGate: z.string().min(1).optional(),
+  /** Shell commands run on the integration branch before the verifier looks. */
+  verify: z.array(z.string().min(1)).default([]),
+  /** How long one check, gate or verify command may run. */
+  checkTimeoutSeconds: z.number().positive().default(600),
+  /** Times a failed check, an invalid plan or a missing output is typed back before the role fails. */
+  retries: z.number().int().min(0).max(20).default(2),
+});
+export type PlanConfig = z.infer<typeof PlanConfigSchema>;
+
 const RawConfigSchema = z.looseObject({
   defaultAgent: z.string().min(1).default("claude"),
   envFiles: z.array(z.string()).default([]),
@@ -76,6 +91,7 @@ const RawConfigSchema = z.looseObject({
     .max(MAX_OUTPUT_BUFFER_BYTES, `must be between ${MIN_OUTPUT_BUFFER_BYTES} and ${MAX_OUTPUT_BUFFER_BYTES} bytes (4 KiB to 256 MiB)`)
     .default(DEFAULT_OUTPUT_BUFFER_BYTES),
   defaultTrigger: z.string().min(1).optional(),
+  plan: PlanConfigSchema.prefault({}),
 });
 
 const AgentTypeConfigSchema = z.object({
@@ -94,6 +110,7 @@ export const ConfigSchema = z.object({
   idleThresholdSeconds: z.number().positive(),
   outputBufferBytes: z.number().int().positive(),
   defaultTrigger: z.string().optional(),
+  plan: PlanConfigSchema,
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -175,6 +192,7 @@ export function parseConfig(text: string, filePath: string, env: NodeJS.ProcessE
     agents,
     idleThresholdSeconds: rawConfig.idleThresholdSeconds,
     outputBufferBytes: rawConfig.outputBufferBytes,
+    plan: rawConfig.plan,
   };
   if (rawConfig.defaultTrigger !== undefined) config.defaultTrigger = rawConfig.defaultTrigger;
   return config;

@@ -50,6 +50,13 @@ export function agentTypeTrustItem(
   return item(`config.yaml agents.${name}`, configPath(projectRoot), `agent type "${name}" runs ${[type.command, ...type.launchArgs].join(" ")}`, runs);
 }
 
+/** The plan session commands a project's config names (`plan.taskGate`, `plan.verify`). */
+export function planCommandsTrustItem(projectRoot: string, plan: { taskGate?: string; verify: string[] }): TrustItem | undefined {
+  const commands = [...(plan.taskGate ? [plan.taskGate] : []), ...plan.verify];
+  if (commands.length === 0) return undefined;
+  return item("config.yaml plan", configPath(projectRoot), `plan checks run ${commands.join(" ; ")}`, { taskGate: plan.taskGate ?? null, verify: plan.verify });
+}
+
 /** A local trigger's gate commands (undefined for a global trigger or one with no gate). */
 export function triggerTrustItem(loaded: LoadedDefinition<"trigger">): TrustItem | undefined {
   if (loaded.scope !== "local") return undefined;
@@ -85,6 +92,7 @@ export async function projectTrustItems(scopes: DefinitionScopes & { projectRoot
   const items: (TrustItem | undefined)[] = [];
   const config = await loadConfig(root, env);
   for (const [name, type] of Object.entries(config.agents)) items.push(agentTypeTrustItem(root, name, type, env));
+  items.push(planCommandsTrustItem(root, config.plan));
   const localOnly = { projectRoot: root, home: scopes.home };
   for (const kind of ["trigger", "agent", "template"] as const) {
     for (const summary of await listDefinitions(kind, localOnly)) {

@@ -8,6 +8,8 @@ import { createHandlers } from "./handlers.js";
 import { stopAgents } from "./agents/stop.js";
 import { isAlive } from "./process-info.js";
 import { ProjectRegistry } from "./projects.js";
+import { UnlimitedLaunchSlots } from "./orchestration/launch-slots.js";
+import { PlanService } from "./orchestration/plans/plan-service.js";
 import { recoverProjects } from "./recovery.js";
 import { EngineState } from "./state.js";
 import { StatusWatch } from "./status-watch.js";
@@ -102,6 +104,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
   let statusWatch: StatusWatch;
   let triggers: TriggerRunner | undefined;
   let scheduler: Scheduler | undefined;
+  let plans: PlanService | undefined;
   try {
     log = openDaemonLog(logPath(home));
     log.event("start", { home, daemonVersion: DAEMON_VERSION, protocolVersion: PROTOCOL_VERSION, node: process.version });
@@ -115,12 +118,14 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     await recoverProjects(state);
     triggers = new TriggerRunner(state);
     triggers.start();
+    plans = new PlanService(state, new UnlimitedLaunchSlots());
+    const planService = plans;
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, statusWatch }),
+      handlers: createHandlers({ state, statusWatch, plans: planService }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();
@@ -128,6 +133,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Only a first look: runs that fell due while no daemon ran are counted as missed, not fired.
     scheduler = new Scheduler(state);
     await scheduler.start();
+    // Unfinished plan sessions go on from their phase (a killed daemon's workers are re-prompted).
+    await plans.resumeAll();
   } catch (err) {
     log?.event("start_failed", { error: err });
     scheduler?.stop();
@@ -159,6 +166,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
         state.stopping = true;
         scheduler?.stop();
         triggers?.stop();
+        plans?.dispose();
         activeLog.event("shutdown_begin", { reason });
         // Queued ahead of the close, so each stream's last frame says why it ends.
         for (const notice of state.shutdownNotices) notice();

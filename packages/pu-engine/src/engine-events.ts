@@ -32,6 +32,8 @@ export interface EngineEventMap {
   };
   /** The spawn prompt is typed in (or could not be): the agent's status may change now. */
   agent_prompt_delivered: { live: LiveAgent };
+  /** A plan session entered a phase (orchestration/plans). */
+  plan_phase: { projectRoot: string; sessionId: string; phase: string };
   /** The agent's CLI reported a turn state through its hook (`pu signal`). */
   agent_turn_signal: { live: LiveAgent };
   /** The agent's effective status changed (status-watch computes it). */

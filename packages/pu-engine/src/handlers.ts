@@ -16,6 +16,14 @@ import { handleInput } from "./handlers/input.js";
 import { handleKill } from "./handlers/kill.js";
 import { handleLogs } from "./handlers/logs.js";
 import { handleMerge } from "./handlers/merge.js";
+import { handlePlanApprove } from "./handlers/plan-approve.js";
+import { handlePlanCancel } from "./handlers/plan-cancel.js";
+import { handlePlanCheck } from "./handlers/plan-check.js";
+import { handlePlanEvidence } from "./handlers/plan-evidence.js";
+import { handlePlanList } from "./handlers/plan-list.js";
+import { handlePlanRun } from "./handlers/plan-run.js";
+import { handlePlanStart } from "./handlers/plan-start.js";
+import { handlePlanStatus } from "./handlers/plan-status.js";
 import { handleRename } from "./handlers/rename.js";
 import { handleResize } from "./handlers/resize.js";
 import { handleResume } from "./handlers/resume.js";
@@ -64,6 +72,14 @@ export function createHandlers(services: EngineServices): Handlers {
     schedule_enable: (req) => handleScheduleEnable(state, req),
     gate: (req) => handleGate(state, req),
     trust: (req) => handleTrust(state, req),
+    plan_start: (req) => handlePlanStart(services, req),
+    plan_list: (req) => handlePlanList(services, req),
+    plan_status: (req) => handlePlanStatus(services, req),
+    plan_approve: (req) => handlePlanApprove(services, req),
+    plan_run: (req) => handlePlanRun(services, req),
+    plan_cancel: (req) => handlePlanCancel(services, req),
+    plan_evidence: (req) => handlePlanEvidence(services, req),
+    plan_check: (req) => handlePlanCheck(services, req),
   });
 }
 

@@ -2,10 +2,12 @@
  * What the request handlers are given: the engine's data (EngineState) and the services
  * daemon.ts builds on it. A handler reaches a service only through here.
  */
+import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";
 import type { StatusWatch } from "./status-watch.js";
 
 export interface EngineServices {
   state: EngineState;
   statusWatch: StatusWatch;
+  plans: PlanService;
 }

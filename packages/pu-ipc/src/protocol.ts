@@ -7,6 +7,7 @@ import type { AgentStatus, Manifest } from "@pu/core/manifest";
 import * as agents from "./requests/agents.js";
 import * as daemon from "./requests/daemon.js";
 import * as definitions from "./requests/definitions.js";
+import * as plans from "./requests/plans.js";
 import * as worktrees from "./requests/worktrees.js";
 
 export { DefinitionKindSchema } from "./fields.js";
@@ -14,6 +15,7 @@ export type { DefinitionKind } from "./fields.js";
 export type * from "./requests/agents.js";
 export type * from "./requests/daemon.js";
 export type * from "./requests/definitions.js";
+export type * from "./requests/plans.js";
 export type * from "./requests/worktrees.js";
 
 // Bumped on any incompatible change to a request, reply or event shape.
@@ -51,6 +53,14 @@ export const RequestSchemas = {
   trigger_log: definitions.TriggerLogRequest,
   schedule_enable: definitions.ScheduleEnableRequest,
   gate: definitions.GateRequest,
+  plan_start: plans.PlanStartRequest,
+  plan_list: plans.PlanListRequest,
+  plan_status: plans.PlanStatusRequest,
+  plan_approve: plans.PlanApproveRequest,
+  plan_run: plans.PlanRunRequest,
+  plan_cancel: plans.PlanCancelRequest,
+  plan_evidence: plans.PlanEvidenceRequest,
+  plan_check: plans.PlanCheckRequest,
 };
 
 type AnyRequestSchema = (typeof RequestSchemas)[keyof typeof RequestSchemas];
@@ -63,7 +73,7 @@ export type RequestOf<T extends RequestType> = Extract<Request, { type: T }>;
 export type RequestFields<T extends RequestType> = Omit<z.input<(typeof RequestSchemas)[T]>, "type" | "id">;
 
 
-export type ResultMap = daemon.DaemonResults & agents.AgentsResults & worktrees.WorktreesResults & definitions.DefinitionsResults;
+export type ResultMap = daemon.DaemonResults & agents.AgentsResults & worktrees.WorktreesResults & definitions.DefinitionsResults & plans.PlansResults;
 export type ResultOf<T extends RequestType> = ResultMap[T];
 
 // ---- frames from the daemon ----

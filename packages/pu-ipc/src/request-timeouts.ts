@@ -17,4 +17,8 @@ export const REQUEST_TIMEOUTS_MS: Partial<Record<RequestType, number>> = {
   // A swarm starts many agents; a gate runs as long as its check does.
   run_swarm: 0,
   gate: 0,
+  // Starting a plan creates its branch and files; a check runs as long as its command does.
+  plan_start: 60_000,
+  plan_cancel: 120_000,
+  plan_check: 0,
 };

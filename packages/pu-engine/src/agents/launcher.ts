@@ -22,7 +22,7 @@ import { agentIn, nowIso, refuseWhileStopping, worktreeIn, type EngineState } fr
 import { buildEnv, buildLaunch, type Launch } from "./launch-command.js";
 import type { LiveAgent } from "./live-agent.js";
 import { dropSession, registerSession } from "./registry.js";
-import { startTurn } from "./turn.js";
+import { startTurn, type TurnResult } from "./turn.js";
 import { turnHookArgs } from "./cli-hooks.js";
 
 /** Where a new agent runs. */
@@ -67,6 +67,8 @@ export interface LaunchedAgent {
   branch?: string;
   warnings: string[];
   live: LiveAgent;
+  /** The turn the typed spawn prompt starts (absent when the prompt went on the command line or there was none). */
+  firstTurn?: Promise<TurnResult>;
 }
 
 /**
@@ -291,7 +293,7 @@ export async function launchAgent(state: EngineState, desc: LaunchDescription): 
   }
   entryReady();
 
-  let firstTurn: Promise<unknown> | undefined;
+  let firstTurn: Promise<TurnResult> | undefined;
   if (launch.promptToType !== undefined) {
     // Typed after the reply: the agent needs time to draw its prompt first.
     live.promptPending = true;
@@ -323,6 +325,7 @@ export async function launchAgent(state: EngineState, desc: LaunchDescription): 
   });
 
   const launched: LaunchedAgent = { agentId, cwd: placement.cwd, entry, warnings, live };
+  if (firstTurn) launched.firstTurn = firstTurn;
   if (worktreeId) launched.worktreeId = worktreeId;
   if (created) {
     launched.worktreePath = created.path;

@@ -1,0 +1,47 @@
+import { Command, Option } from "../../clipanion.js";
+import { withDaemon } from "../../daemon-client.js";
+import { writePlanSummary } from "../../plan-view.js";
+import { PuCommand } from "../../pu-command.js";
+import { CliUsageError } from "../../usage-error.js";
+
+function count(flag: string, raw: string | undefined, min: number): number | undefined {
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new CliUsageError(`${flag} expects a whole number of at least ${min}, got "${raw}"`);
+  return Number(raw);
+}
+
+export default class PlanStartCommand extends PuCommand {
+  static override paths = [["plan", "start"]];
+  static override usage = Command.Usage({
+    description: "Start a plan session: explorers, a design and task graph, workers, verification",
+    details:
+      "The daemon runs the roles (explorer, planner, worker, verifier) as agents of the types `plan.agents.<role>` in `.pu/config.yaml` names (default: the project's defaultAgent), validates what they write, and enforces the caps, the dependencies and the evidence. Without `--auto` the session waits for `pu plan approve` once the plan is made. See docs/plans.md.",
+    examples: [
+      ["Plan and wait for approval", '$0 plan start "add rate limiting to the API"'],
+      ["Run everything, at most 2 workers at once", '$0 plan start "port the CLI to clipanion" --auto --max-workers 2'],
+      ["Only make the plan", '$0 plan start "split the monolith" --plan-only'],
+    ],
+  });
+
+  goal = Option.String({ name: "GOAL" });
+  maxWorkers = Option.String("--max-workers", { description: "Workers at once (0: no plan limit; the queue's caps still apply)" });
+  maxIterations = Option.String("--max-iterations", { description: "Verification rounds before the session fails (default 5)" });
+  skipVerify = Option.Boolean("--skip-verify", false, { description: "Complete when every task is resolved, without a verifier" });
+  planOnly = Option.Boolean("--plan-only", false, { description: "Stop once the plan is made; `pu plan run` continues" });
+  auto = Option.Boolean("--auto", false, { description: "Approve the plan without asking" });
+
+  async run(): Promise<number> {
+    const projectRoot = this.projectRoot();
+    const fields = {
+      projectRoot,
+      goal: this.goal,
+      skipVerify: this.skipVerify,
+      planOnly: this.planOnly,
+      auto: this.auto,
+      ...(count("--max-workers", this.maxWorkers, 0) !== undefined ? { maxWorkers: count("--max-workers", this.maxWorkers, 0) } : {}),
+      ...(count("--max-iterations", this.maxIterations, 1) !== undefined ? { maxIterations: count("--max-iterations", this.maxIterations, 1) } : {}),
+    };
+    const plan = await withDaemon((client) => client.request("plan_start", fields));
+    return this.report.result(plan, (out) => writePlanSummary(out, plan));
+  }
+}

@@ -1,0 +1,15 @@
+// How a plan session reads in text: its phase line and the task graph, one task per line.
+import type { PlanView } from "@pu/ipc/protocol";
+import type { HumanOutput } from "./report.js";
+
+export function writePlanSummary(out: HumanOutput, plan: PlanView): void {
+  const approval = plan.approvedAt ? `approved ${plan.approvedAt}` : plan.tasks.length > 0 ? "waiting for `pu plan approve`" : "not planned yet";
+  out.line(`${plan.sessionId}  ${plan.phase}${plan.phase === "EXPLORATION" ? ` (${plan.explorationStage})` : ""}  iteration ${plan.iteration}/${plan.options.max_iterations}  ${approval}`);
+  out.line(`  goal: ${plan.goal.split("\n")[0]}`);
+  out.line(`  branch ${plan.branch}; files ${plan.dir}`);
+  for (const task of plan.tasks) {
+    const blocked = task.blockedBy.length > 0 ? ` ← ${task.blockedBy.join(", ")}` : "";
+    const worker = task.worker ? ` [${task.worker}]` : "";
+    out.line(`  ${task.status.padEnd(11)} ${task.id}: ${task.subject}${blocked}${worker}`);
+  }
+}

@@ -1,0 +1,14 @@
+import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
+import type { EngineServices } from "../services.js";
+
+export async function handlePlanStart(services: EngineServices, req: RequestOf<"plan_start">): Promise<ResultOf<"plan_start">> {
+  const root = await services.state.project(req.projectRoot);
+  return services.plans.start(root, {
+    goal: req.goal,
+    ...(req.maxWorkers !== undefined ? { maxWorkers: req.maxWorkers } : {}),
+    ...(req.maxIterations !== undefined ? { maxIterations: req.maxIterations } : {}),
+    ...(req.skipVerify !== undefined ? { skipVerify: req.skipVerify } : {}),
+    ...(req.planOnly !== undefined ? { planOnly: req.planOnly } : {}),
+    ...(req.auto !== undefined ? { auto: req.auto } : {}),
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * A plan session's files under `.pu/plans/<id>/`, read and written by the daemon alone.
+ * Every change to a session goes through `update`: under the session file's lock (same-process
+ * callers queue), the session, context and task files are read fresh, changed, validated by
+ * their schemas and written atomically, session.json last. Agents write only their own
+ * markdown, proposals and verdicts, which are validated before they count.
+ */
+import { promises as fs } from "node:fs";
+import writeFileAtomic from "write-file-atomic";
+import { LockedFile } from "@pu/core/locked-file";
+import {
+  parseContext,
+  parseSession,
+  parseTask,
+  serializeContext,
+  serializeSession,
+  serializeTask,
+  type Context,
+  type Session,
+  type Task,
+} from "@pu/core/plan-files";
+import { isPlanSessionId, plansDir, planLayout, taskIdFromFileName, type PlanLayout } from "@pu/core/plan-layout";
+import { compareTaskIds } from "@pu/core/task-graph";
+import { PuError } from "@pu/core/errors";
+
+export interface PlanFiles {
+  session: Session;
+  context: Context;
+  tasks: Task[];
+}
+
+const locks = new LockedFile();
+
+async function readText(file: string): Promise<string> {
+  try {
+    return await fs.readFile(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new PuError("NOT_FOUND", `${file} does not exist`);
+    throw new PuError("IO_ERROR", `cannot read ${file}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+async function readTasks(layout: PlanLayout): Promise<Task[]> {
+  let names: string[];
+  try {
+    names = await fs.readdir(layout.tasksDir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+  const tasks: Task[] = [];
+  for (const name of names) {
+    const id = taskIdFromFileName(name);
+    if (id === undefined) continue;
+    tasks.push(parseTask(await readText(layout.task(id)), layout.task(id)));
+  }
+  return tasks.sort((a, b) => compareTaskIds(a.id, b.id));
+}
+
+/** The session's files as they are on disk (a corrupt file is an error naming it, never repaired). */
+export async function readPlan(layout: PlanLayout): Promise<PlanFiles> {
+  const session = parseSession(await readText(layout.session), layout.session);
+  const context = parseContext(await readText(layout.context), layout.context);
+  return { session, context, tasks: await readTasks(layout) };
+}
+
+/** Writes a new session's directory and files; the id must be unused. */
+export async function createPlan(root: string, layout: PlanLayout, files: PlanFiles): Promise<void> {
+  await fs.mkdir(plansDir(root), { recursive: true });
+  try {
+    await fs.mkdir(layout.dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") throw new PuError("INVALID_STATE", `plan session ${layout.sessionId} already exists`);
+    throw error;
+  }
+  for (const dir of [layout.explorationDir, layout.proposedDir, layout.tasksDir, layout.reportsDir, layout.verificationDir]) {
+    await fs.mkdir(dir, { recursive: true });
+  }
+  await writeFileAtomic(layout.context, serializeContext(files.context));
+  for (const task of files.tasks) await writeFileAtomic(layout.task(task.id), serializeTask(task));
+  await writeFileAtomic(layout.session, serializeSession(files.session));
+}
+
+/**
+ * Changes a session under its lock. `change` gets the files as they are now and edits them in
+ * place (or throws to change nothing); the session's `updated_at` is set. Returns the result.
+ */
+export function updatePlan<T>(layout: PlanLayout, change: (files: PlanFiles) => T | Promise<T>): Promise<{ files: PlanFiles; result: T }> {
+  return locks.withLock(layout.session, async (write) => {
+    const files = await readPlan(layout);
+    const before = new Map(files.tasks.map((task) => [task.id, serializeTask(task)]));
+    const contextBefore = serializeContext(files.context);
+    const result = await change(files);
+    files.session.updated_at = new Date().toISOString();
+    // Validate everything before writing anything: a bad change leaves the files as they were.
+    const sessionText = serializeSession(parseSession(serializeSession(files.session), layout.session));
+    const contextText = serializeContext(files.context);
+    const taskTexts = files.tasks.map((task) => [task.id, serializeTask(parseTask(serializeTask(task), layout.task(task.id)))] as const);
+    if (contextText !== contextBefore) await writeFileAtomic(layout.context, contextText);
+    for (const [id, text] of taskTexts) if (before.get(id) !== text) await writeFileAtomic(layout.task(id), text);
+    await write(sessionText);
+    return { files, result };
+  });
+}
+
+/** The ids of a project's plan sessions, oldest first (ids start with their creation time). */
+export async function listPlanIds(root: string): Promise<string[]> {
+  try {
+    const names = await fs.readdir(plansDir(root));
+    return names.filter(isPlanSessionId).sort();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw error;
+  }
+}
+
+export function layoutOf(root: string, sessionId: string): PlanLayout {
+  return planLayout(root, sessionId);
+}

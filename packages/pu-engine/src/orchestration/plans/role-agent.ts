@@ -1,0 +1,90 @@
+/**
+ * One role agent of a plan session: started through the one launch path with the role's
+ * environment, then driven turn by turn. The contract with the agent is files and
+ * environment only, so a script or a person's own tool can play any role.
+ */
+import path from "node:path";
+import { loadConfig } from "@pu/core/config";
+import { planRoleEnvironment, loadPlanTemplate, type PlanRole, type PlanRoleAssignment } from "@pu/core/plan-roles";
+import type { PlanLayout } from "@pu/core/plan-layout";
+import { renderTemplate } from "@pu/core/template";
+import { launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
+import { stopAgents } from "../../agents/stop.js";
+import { awaitAnswer, turn, type TurnResult } from "../../agents/turn.js";
+import { definitionScopes } from "../../workflows/definitions.js";
+import { locatePuCli } from "../../pu-cli-path.js";
+import type { EngineState } from "../../state.js";
+
+const STOP_GRACE_MS = 3000;
+
+/** Agent names say which session and role an agent plays, so a restarted daemon can tell. */
+export function roleAgentName(sessionId: string, assignment: PlanRoleAssignment): string {
+  switch (assignment.role) {
+    case "explorer":
+      return `plan-${sessionId}-explorer-${assignment.explorerId}`;
+    case "planner":
+      return `plan-${sessionId}-planner`;
+    case "worker":
+      return `plan-${sessionId}-${assignment.taskId}`;
+    case "verifier":
+      return `plan-${sessionId}-verifier-${assignment.iteration}`;
+  }
+}
+
+/** The role's prompt from its template (`plan-<role>`, overridable in `.pu/templates/`). */
+export async function rolePrompt(state: EngineState, root: string, role: PlanRole, vars: Record<string, string>): Promise<string> {
+  const template = await loadPlanTemplate(role, definitionScopes(state, root));
+  return renderTemplate(template.template.body, vars).text.trim();
+}
+
+export interface RoleAgent {
+  launched: LaunchedAgent;
+  /** The end of the first turn (the prompt given at start). */
+  firstTurn: Promise<TurnResult>;
+}
+
+/** Starts a role agent with its prompt; `placement` is the project root or a worktree. */
+export async function startRoleAgent(
+  state: EngineState,
+  root: string,
+  layout: PlanLayout,
+  assignment: PlanRoleAssignment,
+  prompt: string,
+  placement: LaunchPlacement,
+): Promise<RoleAgent> {
+  const config = await loadConfig(root);
+  const agentType = config.plan.agents[assignment.role] ?? config.defaultAgent;
+  const cli = locatePuCli();
+  // `pu` is on a role agent's PATH (workers ask for checks with `pu plan check`).
+  const pathWithPu = cli ? `${path.dirname(cli)}${path.delimiter}${process.env.PATH ?? ""}` : (process.env.PATH ?? "");
+  const launched = await launchAgent(state, {
+    projectRoot: root,
+    agentType,
+    prompt,
+    placement,
+    name: roleAgentName(layout.sessionId, assignment),
+    env: { ...planRoleEnvironment(layout, assignment), PATH: pathWithPu },
+  });
+  return { launched, firstTurn: firstTurnOf(state, launched) };
+}
+
+/** A typed prompt's turn comes with the launch; a prompt on the command line is followed from the start. */
+function firstTurnOf(state: EngineState, launched: LaunchedAgent): Promise<TurnResult> {
+  return launched.firstTurn ?? awaitAnswer(state, launched.live, 0);
+}
+
+/** Types `text` into a running role agent and waits for the turn to end. */
+export function nextTurn(state: EngineState, launched: LaunchedAgent, text: string): Promise<TurnResult> {
+  return turn(state, launched.live, text);
+}
+
+/** A turn the role can build on: the agent waits again, or a one-shot tool ended cleanly. */
+export function turnSucceeded(result: TurnResult): boolean {
+  return result.outcome === "waiting" || (result.outcome === "exited" && result.exitCode === 0);
+}
+
+/** Stops role agents that have done their part (their worktrees stay). */
+export async function stopRoleAgents(state: EngineState, agentIds: readonly string[]): Promise<void> {
+  const live = agentIds.map((id) => state.sessions.get(id)).filter((l) => l !== undefined && l.session.exitCode === null);
+  if (live.length > 0) await stopAgents(live as NonNullable<(typeof live)[number]>[], "kill", STOP_GRACE_MS);
+}

@@ -1,0 +1,72 @@
+// Plan sessions: goal → explorers → plan → workers on a task graph → verification.
+// Each request: its schema and its result (default client timeouts: request-timeouts.ts).
+import { z } from "zod";
+import { ProjectRoot, AgentId, Text, req } from "../fields.js";
+
+const SessionId = z.string().min(1).max(64);
+
+export const PlanStartRequest = req("plan_start", {
+  projectRoot: ProjectRoot,
+  goal: Text.refine((goal) => goal.trim().length > 0, "the goal must not be empty"),
+  maxWorkers: z.number().int().min(0).max(1000).optional(),
+  maxIterations: z.number().int().min(1).max(100).optional(),
+  skipVerify: z.boolean().optional(),
+  planOnly: z.boolean().optional(),
+  auto: z.boolean().optional(),
+});
+export const PlanListRequest = req("plan_list", { projectRoot: ProjectRoot });
+export const PlanStatusRequest = req("plan_status", { projectRoot: ProjectRoot, sessionId: SessionId });
+export const PlanApproveRequest = req("plan_approve", { projectRoot: ProjectRoot, sessionId: SessionId });
+export const PlanRunRequest = req("plan_run", { projectRoot: ProjectRoot, sessionId: SessionId });
+export const PlanCancelRequest = req("plan_cancel", { projectRoot: ProjectRoot, sessionId: SessionId });
+export const PlanEvidenceRequest = req("plan_evidence", { projectRoot: ProjectRoot, sessionId: SessionId });
+/** From a plan worker (its PU_AGENT_ID): run CMD in its worktree and record it as evidence. */
+export const PlanCheckRequest = req("plan_check", { agentId: AgentId, command: z.string().min(1).max(65536) });
+
+export interface PlanTaskView {
+  id: string;
+  subject: string;
+  status: string;
+  blockedBy: string[];
+  /** The agent working the task now. */
+  worker?: string;
+}
+
+export interface PlanView {
+  sessionId: string;
+  goal: string;
+  phase: string;
+  explorationStage: string;
+  iteration: number;
+  approvedAt: string | null;
+  options: { max_workers: number; max_iterations: number; skip_verify: boolean; plan_only: boolean; auto_mode: boolean };
+  /** `.pu/plans/<id>/`. */
+  dir: string;
+  /** The integration branch (`pu/plan-<id>`). */
+  branch: string;
+  tasks: PlanTaskView[];
+}
+
+export interface PlanEvidenceEntry {
+  timestamp: string;
+  type: string;
+  agent_id?: string | null;
+  task_id?: string | null;
+  status?: string | null;
+  summary?: string | null;
+  command?: string | null;
+  exit_code?: number | null;
+  duration_ms?: number | null;
+  output_tail?: string | null;
+}
+
+export interface PlansResults {
+  plan_start: PlanView;
+  plan_list: { plans: PlanView[] };
+  plan_status: PlanView;
+  plan_approve: PlanView;
+  plan_run: PlanView;
+  plan_cancel: PlanView;
+  plan_evidence: { sessionId: string; evidenceLog: PlanEvidenceEntry[]; tasks: { id: string; evidence: string[] }[] };
+  plan_check: { sessionId: string; taskId: string; exitCode: number; output: string; durationMs: number };
+}
