@@ -45,7 +45,14 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
     name: agent.name,
     type: agent.agentType,
     // The seed's status has no "succeeded": an agent that finished cleanly says so beside it.
-    status: agent.suspended ? `${agent.status} (benched)` : agent.status === "broken" && agent.exitCode === 0 ? "broken (exited 0)" : agent.status,
+    status: agent.suspended
+      ? `${agent.status} (benched)`
+      : agent.status === "broken" && agent.exitCode === 0
+        ? "broken (exited 0)"
+        : // Why it waits, where that tells a person something: a finished turn, a dialog.
+          agent.status === "waiting" && (agent.waitingReason === "turn_end" || agent.waitingReason === "permission")
+          ? `waiting (${agent.waitingReason === "turn_end" ? "done" : "permission"})`
+          : agent.status,
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
     pidExit:
       agent.exitCode !== undefined && agent.exitCode !== null

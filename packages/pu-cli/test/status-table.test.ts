@@ -67,6 +67,15 @@ describe("status table", () => {
     expect(succeeded[0]).toMatchObject({ status: "broken (exited 0)", pidExit: "exit 0" });
   });
 
+  it("says when a waiting agent has finished its turn or asks for permission", () => {
+    const only = (fields: Record<string, unknown>) =>
+      statusRows({ ...report, agents: { "ag-wait0001": agent("ag-wait0001", { status: "waiting", ...fields }) }, worktrees: {} } as unknown as StatusReport)[0]!.status;
+    expect(only({ waitingReason: "turn_end" })).toBe("waiting (done)");
+    expect(only({ waitingReason: "permission" })).toBe("waiting (permission)");
+    expect(only({ waitingReason: "prompt" })).toBe("waiting");
+    expect(only({ waitingReason: "idle" })).toBe("waiting");
+  });
+
   it("renders aligned columns without escape codes when colour is off", () => {
     const text = renderStatusTable(report, { color: false });
     expect(text).not.toMatch(/\x1b/);
