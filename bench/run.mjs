@@ -14,6 +14,7 @@ const BENCHMARKS = [
   { name: "status", load: () => import("./status.mjs") },
   { name: "agents", load: () => import("./agents.mjs") },
   { name: "screen", load: () => import("./screen.mjs") },
+  { name: "dash", load: () => import("./dash.mjs") },
   { name: "real-agents", load: () => import("./real-agents.mjs") },
   { name: "plans", load: () => import("./plans.mjs") },
   { name: "manifest", load: () => import("./manifest.mjs") },

@@ -14,6 +14,7 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   bench: () => import("./commands/bench.js"),
   play: () => import("./commands/play.js"),
   attach: () => import("./commands/attach.js"),
+  dash: () => import("./commands/dash.js"),
   logs: () => import("./commands/logs.js"),
   send: () => import("./commands/send.js"),
   signal: () => import("./commands/signal.js"),

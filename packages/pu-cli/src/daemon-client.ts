@@ -88,7 +88,7 @@ function daemonBinPath(): string {
 }
 
 /** This CLI's own `bin/pu`, next to the `dist/` this module runs from. */
-function cliBinPath(): string {
+export function cliBinPath(): string {
   return path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "bin", "pu");
 }
 

@@ -8,6 +8,8 @@ import type { EngineState } from "./state.js";
 
 /** Output is coalesced: status is recomputed at most this often while an agent prints. */
 const OUTPUT_RECOMPUTE_MS = 100;
+/** Screen content changes reach `subscribe_status` streams at most this often per project. */
+const CONTENT_PUSH_MS = 250;
 /** Streaming↔waiting flips of live agents reach the manifest at most this often per project. */
 const PERSIST_DEBOUNCE_MS = 1000;
 /** Fire the idle timer a little after the deadline so `idleSeconds > threshold` already holds. */
@@ -93,6 +95,8 @@ export class StatusWatch {
   private readonly timers = new Map<string, AgentTimers>();
   private readonly pendingPush = new Map<string, AgentStatusChange[]>();
   private readonly pendingPersist = new Map<string, NodeJS.Timeout>();
+  /** Per project: when screen content last went out to subscribers, and the push waiting for its turn. */
+  private readonly contentPushes = new Map<string, { at: number; timer?: NodeJS.Timeout }>();
   private disposed = false;
   private readonly unsubscribe: (() => void)[];
 
@@ -121,7 +125,10 @@ export class StatusWatch {
       }, OUTPUT_RECOMPUTE_MS);
     });
     // A parse that changed the screen may change the verdict (a busy marker gone, a dialog up).
-    const offScreen = live.session.screen.onChange(() => this.recompute(live));
+    const offScreen = live.session.screen.onChange(() => {
+      this.recompute(live);
+      this.pushContent(live.projectRoot);
+    });
     const offExit = live.session.onExit(() => {
       clearTimeout(timers.output);
       clearTimeout(timers.idle);
@@ -212,6 +219,24 @@ export class StatusWatch {
     timers.recheck.unref();
   }
 
+  /**
+   * A screen changed: subscribers (a dashboard) get the new content hash and last line, at most
+   * every CONTENT_PUSH_MS per project, so a flooding agent costs a few reports a second.
+   */
+  private pushContent(root: string): void {
+    if (!this.subscribers.has(root) || this.disposed) return;
+    const entry = this.contentPushes.get(root) ?? { at: 0 };
+    this.contentPushes.set(root, entry);
+    if (entry.timer) return;
+    const wait = Math.max(0, entry.at + CONTENT_PUSH_MS - Date.now());
+    entry.timer = setTimeout(() => {
+      entry.timer = undefined;
+      entry.at = Date.now();
+      this.schedulePush(root);
+    }, wait);
+    entry.timer.unref();
+  }
+
   async subscribe(root: string, requestId: number | string, ctx: ConnectionContext, m: Manifest): Promise<StatusReport> {
     let set = this.subscribers.get(root);
     if (!set) this.subscribers.set(root, (set = new Set()));
@@ -299,6 +324,7 @@ export class StatusWatch {
     for (const off of this.unsubscribe) off();
     for (const id of [...this.timers.keys()]) this.untrack(id);
     for (const timer of this.pendingPersist.values()) clearTimeout(timer);
+    for (const entry of this.contentPushes.values()) clearTimeout(entry.timer);
     this.pendingPersist.clear();
     this.subscribers.clear();
   }

@@ -1,0 +1,70 @@
+// What the dashboard shows, as plain data and pure functions (tested without a terminal):
+// the rows of the agent list from the live status reports, and who just started waiting.
+import type { AgentView, StatusReport } from "@pu/ipc/protocol";
+import { formatDuration } from "../format.js";
+
+export interface DashRow {
+  projectRoot: string;
+  agentId: string;
+  /** `(root)` or the worktree's name. */
+  place: string;
+  worktreeId?: string;
+  name: string;
+  agentType: string;
+  model?: string;
+  status: string;
+  waitingReason?: string;
+  idle: string;
+  live: boolean;
+  contentHash?: string;
+  lastScreenLine?: string;
+}
+
+function row(projectRoot: string, place: string, agent: AgentView, worktreeId?: string): DashRow {
+  const r: DashRow = {
+    projectRoot,
+    agentId: agent.id,
+    place,
+    name: agent.name,
+    agentType: agent.agentType,
+    status: agent.suspended ? "benched" : agent.status,
+    idle: agent.idleSeconds === null ? "-" : formatDuration(agent.idleSeconds),
+    live: agent.live,
+  };
+  if (worktreeId) r.worktreeId = worktreeId;
+  if (typeof agent.model === "string" && agent.model) r.model = agent.model;
+  if (agent.waitingReason) r.waitingReason = agent.waitingReason;
+  if (agent.contentHash) r.contentHash = agent.contentHash;
+  if (agent.lastScreenLine) r.lastScreenLine = agent.lastScreenLine;
+  return r;
+}
+
+/** Projects in the order given; per project its root agents, then each worktree's (not merged or cleaned), oldest first. */
+export function dashRows(reports: readonly StatusReport[], filter = ""): DashRow[] {
+  const rows: DashRow[] = [];
+  const byStart = (a: AgentView, b: AgentView) => a.startedAt.localeCompare(b.startedAt);
+  for (const report of reports) {
+    for (const agent of Object.values(report.agents).sort(byStart)) rows.push(row(report.projectRoot, "(root)", agent));
+    // Every worktree with agents that still has a checkout (a failed merge leaves it as it was).
+    const worktrees = Object.values(report.worktrees)
+      .filter((w) => w.status !== "cleaned" && w.status !== "merged")
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    for (const wt of worktrees) for (const agent of Object.values(wt.agents).sort(byStart)) rows.push(row(report.projectRoot, wt.name, agent, wt.id));
+  }
+  const needle = filter.toLowerCase();
+  return needle ? rows.filter((r) => [r.agentId, r.name, r.place, r.agentType, r.status].some((v) => v.toLowerCase().includes(needle))) : rows;
+}
+
+/** Agents that are waiting now and were not in the previous reports (they need the person). */
+export function newlyWaiting(before: readonly DashRow[], now: readonly DashRow[]): DashRow[] {
+  const was = new Map(before.map((r) => [r.agentId, r.status]));
+  return now.filter((r) => r.live && r.status === "waiting" && was.has(r.agentId) && was.get(r.agentId) !== "waiting");
+}
+
+/** The status cell: `waiting (done)` for a finished turn, `waiting (permission)` for a dialog. */
+export function statusLabel(r: DashRow): string {
+  if (r.status !== "waiting" || !r.waitingReason) return r.status;
+  if (r.waitingReason === "turn_end") return "waiting (done)";
+  if (r.waitingReason === "permission") return "waiting (permission)";
+  return "waiting";
+}

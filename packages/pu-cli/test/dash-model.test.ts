@@ -1,0 +1,56 @@
+import { describe, expect, it } from "vitest";
+import type { StatusReport } from "@pu/ipc/protocol";
+import { dashRows, newlyWaiting, statusLabel } from "../src/dash/model.js";
+
+const agent = (id: string, fields: Record<string, unknown> = {}) => ({
+  id,
+  name: id,
+  agentType: "terminal",
+  status: "streaming",
+  storedStatus: "streaming",
+  startedAt: "2026-03-08T12:00:00.000Z",
+  idleSeconds: 3,
+  live: true,
+  ...fields,
+});
+
+const report = (root: string, fields: Record<string, unknown>) =>
+  ({ projectRoot: root, createdAt: "", updatedAt: "", agents: {}, worktrees: {}, ...fields }) as unknown as StatusReport;
+
+describe("dashboard rows", () => {
+  const a = report("/work/a", {
+    agents: { "ag-late0001": agent("ag-late0001", { startedAt: "2026-03-08T12:05:00.000Z" }), "ag-first001": agent("ag-first001", { name: "Lead" }) },
+    worktrees: {
+      "wt-1": { id: "wt-1", name: "fix-auth", status: "active", createdAt: "2026-03-08T12:01:00.000Z", agents: { "ag-wt000001": agent("ag-wt000001", { agentType: "claude", model: "opus" }) } },
+      "wt-2": { id: "wt-2", name: "old", status: "merged", createdAt: "2026-03-08T11:00:00.000Z", agents: { "ag-gone0001": agent("ag-gone0001") } },
+    },
+  });
+  const b = report("/work/b", { agents: { "ag-other001": agent("ag-other001", { status: "waiting", waitingReason: "permission" }) } });
+
+  it("lists each project's root agents, then its active worktrees' agents, oldest first", () => {
+    const rows = dashRows([a, b]);
+    expect(rows.map((r) => [r.projectRoot, r.place, r.agentId])).toEqual([
+      ["/work/a", "(root)", "ag-first001"],
+      ["/work/a", "(root)", "ag-late0001"],
+      ["/work/a", "fix-auth", "ag-wt000001"],
+      ["/work/b", "(root)", "ag-other001"],
+    ]);
+    expect(rows[2]).toMatchObject({ worktreeId: "wt-1", model: "opus", agentType: "claude" });
+  });
+
+  it("filters on id, name, place, type and status", () => {
+    expect(dashRows([a, b], "fix").map((r) => r.agentId)).toEqual(["ag-wt000001"]);
+    expect(dashRows([a, b], "LEAD").map((r) => r.agentId)).toEqual(["ag-first001"]);
+    expect(dashRows([a, b], "waiting").map((r) => r.agentId)).toEqual(["ag-other001"]);
+  });
+
+  it("finds the agents that just started waiting, once", () => {
+    const before = dashRows([a]);
+    const turned = report("/work/a", { ...a, agents: { ...(a.agents as object), "ag-first001": agent("ag-first001", { name: "Lead", status: "waiting", waitingReason: "turn_end" }) } });
+    const now = dashRows([turned]);
+    expect(newlyWaiting(before, now).map((r) => r.agentId)).toEqual(["ag-first001"]);
+    expect(newlyWaiting(now, now)).toEqual([]);
+    expect(statusLabel(now[0]!)).toBe("waiting (done)");
+    expect(statusLabel(dashRows([b])[0]!)).toBe("waiting (permission)");
+  });
+});
