@@ -51,6 +51,22 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   "schedule delete": () => import("./commands/schedule/delete.js"),
   "schedule enable": () => import("./commands/schedule/enable.js"),
   "schedule disable": () => import("./commands/schedule/disable.js"),
+  "ticket create": () => import("./commands/ticket/create.js"),
+  "ticket list": () => import("./commands/ticket/list.js"),
+  "ticket show": () => import("./commands/ticket/show.js"),
+  "ticket cancel": () => import("./commands/ticket/cancel.js"),
+  queue: () => import("./commands/queue/show.js"),
+  "queue show": () => import("./commands/queue/show.js"),
+  "queue pause": () => import("./commands/queue/pause.js"),
+  "queue resume": () => import("./commands/queue/resume.js"),
+  "queue collection": () => import("./commands/queue/collection.js"),
+  review: () => import("./commands/review/list.js"),
+  "review list": () => import("./commands/review/list.js"),
+  "review approve": () => import("./commands/review/approve.js"),
+  "review reject": () => import("./commands/review/reject.js"),
+  stats: () => import("./commands/stats/show.js"),
+  "stats show": () => import("./commands/stats/show.js"),
+  "stats prefer": () => import("./commands/stats/prefer.js"),
   "gate pre-commit": () => import("./commands/gate/pre-commit.js"),
   "gate pre-push": () => import("./commands/gate/pre-push.js"),
 };
@@ -66,7 +82,8 @@ export function matchCommandPath(argv: readonly string[]): string | undefined {
 
 export async function loadCommands(paths: readonly string[]): Promise<CommandClass[]> {
   const modules = await Promise.all(paths.map((p) => COMMAND_TABLE[p]!()));
-  return modules.map((m) => m.default);
+  // A command with two paths (`pu queue` and `pu queue show`) is one class, registered once.
+  return [...new Set(modules.map((m) => m.default))];
 }
 
 export const ALL_COMMAND_PATHS: readonly string[] = Object.keys(COMMAND_TABLE);

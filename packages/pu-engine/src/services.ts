@@ -3,9 +3,11 @@
  * daemon.ts builds on it. A handler reaches a service only through here.
  */
 import type { EngineState } from "./state.js";
+import type { QueueService } from "./orchestration/queue/queue-service.js";
 import type { StatusWatch } from "./status-watch.js";
 
 export interface EngineServices {
   state: EngineState;
   statusWatch: StatusWatch;
+  queue: QueueService;
 }

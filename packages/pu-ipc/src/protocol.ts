@@ -7,6 +7,7 @@ import type { AgentStatus, Manifest } from "@pu/core/manifest";
 import * as agents from "./requests/agents.js";
 import * as daemon from "./requests/daemon.js";
 import * as definitions from "./requests/definitions.js";
+import * as queue from "./requests/queue.js";
 import * as worktrees from "./requests/worktrees.js";
 
 export { DefinitionKindSchema } from "./fields.js";
@@ -14,6 +15,7 @@ export type { DefinitionKind } from "./fields.js";
 export type * from "./requests/agents.js";
 export type * from "./requests/daemon.js";
 export type * from "./requests/definitions.js";
+export type * from "./requests/queue.js";
 export type * from "./requests/worktrees.js";
 
 // Bumped on any incompatible change to a request, reply or event shape.
@@ -49,6 +51,19 @@ export const RequestSchemas = {
   trigger_log: definitions.TriggerLogRequest,
   schedule_enable: definitions.ScheduleEnableRequest,
   gate: definitions.GateRequest,
+  ticket_create: queue.TicketCreateRequest,
+  ticket_list: queue.TicketListRequest,
+  ticket_show: queue.TicketShowRequest,
+  ticket_cancel: queue.TicketCancelRequest,
+  queue_status: queue.QueueStatusRequest,
+  queue_pause: queue.QueuePauseRequest,
+  queue_resume: queue.QueueResumeRequest,
+  queue_collection: queue.QueueCollectionRequest,
+  review_list: queue.ReviewListRequest,
+  review_approve: queue.ReviewApproveRequest,
+  review_reject: queue.ReviewRejectRequest,
+  stats: queue.StatsRequest,
+  stats_prefer: queue.StatsPreferRequest,
 };
 
 type AnyRequestSchema = (typeof RequestSchemas)[keyof typeof RequestSchemas];
@@ -61,7 +76,7 @@ export type RequestOf<T extends RequestType> = Extract<Request, { type: T }>;
 export type RequestFields<T extends RequestType> = Omit<z.input<(typeof RequestSchemas)[T]>, "type" | "id">;
 
 
-export type ResultMap = daemon.DaemonResults & agents.AgentsResults & worktrees.WorktreesResults & definitions.DefinitionsResults;
+export type ResultMap = daemon.DaemonResults & agents.AgentsResults & worktrees.WorktreesResults & definitions.DefinitionsResults & queue.QueueResults;
 export type ResultOf<T extends RequestType> = ResultMap[T];
 
 // ---- frames from the daemon ----

@@ -17,4 +17,5 @@ export const REQUEST_TIMEOUTS_MS: Partial<Record<RequestType, number>> = {
   // A swarm starts many agents; a gate runs as long as its check does.
   run_swarm: 0,
   gate: 0,
+  ticket_cancel: 120_000,
 };
