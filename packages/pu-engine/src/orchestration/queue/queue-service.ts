@@ -561,13 +561,15 @@ export class QueueService {
 
   /** The ticket waits for `pu review approve|reject` (persisted, so a restart waits again). */
   private async waitForPerson(run: TicketRun, step: WorkflowStep, reviewState: string | null | undefined, message: string | undefined): Promise<StepOutcome> {
-    if (reviewState !== undefined || message !== undefined) await this.markAwaiting(run, reviewState ?? null, message ?? null);
-    const decision = await new Promise<Decision | undefined>((resolve) => {
+    // Ready for the decision before anyone can see the ticket waiting for it.
+    const decided = new Promise<Decision | undefined>((resolve) => {
       run.decide = resolve;
       const onAbort = () => resolve(undefined);
       if (run.abort.signal.aborted) onAbort();
       else run.abort.signal.addEventListener("abort", onAbort, { once: true });
     });
+    if (reviewState !== undefined || message !== undefined) await this.markAwaiting(run, reviewState ?? null, message ?? null);
+    const decision = await decided;
     run.decide = undefined;
     if (decision === undefined) return { kind: "stopped" };
     await this.store.update(() => {
