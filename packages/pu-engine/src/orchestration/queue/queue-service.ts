@@ -214,10 +214,12 @@ export class QueueService {
       waiting.push(...scan.tickets.filter((t) => !this.held.has(runKey(root, t.id))).map((t) => Object.assign(t, { root })));
     }
     waiting.sort((a, b) => (a.priority.localeCompare(b.priority) || Date.parse(a.created_at) - Date.parse(b.created_at) || a.id.localeCompare(b.id)));
+    const settingsOf = new Map<string, Promise<Awaited<ReturnType<QueueService["projectSettings"]>> | undefined>>();
     for (const ticket of waiting as (TicketView & { root: string })[]) {
       if (this.stopped || this.paused || this.state.stopping) return;
       if (this.store.state.agents.length >= limit) return;
-      const settings = await this.projectSettings(ticket.root).catch(() => undefined);
+      if (!settingsOf.has(ticket.root)) settingsOf.set(ticket.root, this.projectSettings(ticket.root).catch(() => undefined));
+      const settings = await settingsOf.get(ticket.root);
       if (!settings) continue;
       const inProject = this.store.state.agents.filter((a) => a.project === ticket.root).length;
       if (inProject >= settings.maxPerProject) continue;

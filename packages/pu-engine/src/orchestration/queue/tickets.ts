@@ -4,7 +4,7 @@
  * does not parse is reported (file and field) and left where it is.
  */
 import { watch, type FSWatcher } from "node:fs";
-import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { PuError } from "@pu/core/errors";
 import {
@@ -45,7 +45,7 @@ export async function scanTickets(root: string, states: readonly TicketState[] =
     for (const name of names.sort()) {
       const file = path.join(dir, name);
       try {
-        const ticket = parseTicket(await readFile(file, "utf8"), file);
+        const ticket = await readTicketCached(file);
         if (`${ticket.id}.md` !== name) throw new PuError("CONFIG_ERROR", `${file}: id: ${ticket.id} does not match the file name ${name}`);
         tickets.push({ ...ticket, state, path: file });
       } catch (err) {
@@ -56,6 +56,21 @@ export async function scanTickets(root: string, states: readonly TicketState[] =
   }
   tickets.sort((a, b) => TICKET_STATES.indexOf(a.state) - TICKET_STATES.indexOf(b.state) || compareTickets(a, b));
   return { tickets, problems };
+}
+
+// Parsed tickets by file, reused while size and mtime are unchanged: dispatch rescans the
+// queue folder on every event, and a long queue would otherwise be re-parsed each time.
+const parsedCache = new Map<string, { mtimeMs: number; size: number; ticket: Ticket }>();
+const PARSED_CACHE_MAX = 10_000;
+
+async function readTicketCached(file: string): Promise<Ticket> {
+  const info = await stat(file);
+  const cached = parsedCache.get(file);
+  if (cached && cached.mtimeMs === info.mtimeMs && cached.size === info.size) return cached.ticket;
+  const ticket = parseTicket(await readFile(file, "utf8"), file);
+  if (parsedCache.size >= PARSED_CACHE_MAX) parsedCache.clear();
+  parsedCache.set(file, { mtimeMs: info.mtimeMs, size: info.size, ticket });
+  return ticket;
 }
 
 export async function findTicket(root: string, id: string): Promise<TicketView> {
