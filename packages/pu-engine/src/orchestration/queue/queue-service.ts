@@ -73,7 +73,7 @@ export class QueueService {
   readonly store: OperatorStateStore;
   private readonly runs = new Map<string, TicketRun>();
   private readonly watchers = new Map<string, FSWatcher>();
-  /** Tickets that failed to start, left in `queue/` and not retried until the daemon restarts or the ticket is cancelled. */
+  /** Tickets that failed to start, left in `queue/` and not retried until `pu queue resume` or a daemon restart. */
   private readonly held = new Map<string, string>();
   /** Agents the queue stopped after their work succeeded: their exit counts as a success. */
   private readonly finishedAgents = new Set<string>();
@@ -144,7 +144,11 @@ export class QueueService {
       s.paused = paused;
     });
     this.state.log.event(paused ? "queue_paused" : "queue_resumed", {});
-    if (!paused) this.kick("resumed");
+    if (!paused) {
+      // `pu queue resume` is also how a person says "try again" (after `pu trust`, a fixed workflow).
+      this.held.clear();
+      this.kick("resumed");
+    }
     return paused;
   }
 
