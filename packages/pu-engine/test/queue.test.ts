@@ -51,7 +51,7 @@ async function waitDone(client: Client, root: string, id: string, timeoutMs = 30
   await waitFor(`${id} to be done`, async () => (await ticketState(client, root, id)) === "done", timeoutMs);
 }
 
-async function waitReview(client: Client, root: string, id: string, what = "a review"): Promise<{ step: string | null; reviewState: string | null; lastMessage: string | null }> {
+async function waitReview(client: Client, root: string, id: string, what = "a review"): Promise<{ step: string | null; reviewState: string | null; lastMessage: string | null; agentId: string | null }> {
   return waitFor(`${id} to wait for ${what}`, async () => (await client.request("review_list", { projectRoot: root })).reviews.find((r) => r.ticketId === id));
 }
 
@@ -254,6 +254,33 @@ describe("work queue", () => {
     expect(existsSync(path.join(queueDir, "TASK-0008.md"))).toBe(true);
     const next = await client.request("ticket_create", { projectRoot: root, title: "after", ticketType: "TASK" });
     expect(next.ticket.id).toBe("TASK-0009");
+  }, 60_000);
+
+  it("records a ticket created from inside a ticket's agent as its output ticket; cancel stops a running ticket and keeps its worktree", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(root, "TASK", `steps:\n  - name: wait\n    prompt: "echo waiting"\n    review: pr\n`);
+    writeWorkflow(root, "FIX", `steps:\n  - name: long\n    prompt: "sleep 30000"\n`);
+    writeFileSync(path.join(daemon.home, "config.yaml"), "queue:\n  maxParallel: 2\n");
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "parent", ticketType: "TASK" });
+    const review = await waitReview(client, root, "TASK-0001", "the pr review");
+    expect(review.reviewState).toBe("pending_pr_creation");
+    const child = await client.request("ticket_create", { projectRoot: root, title: "follow-up", ticketType: "FIX", callerAgentId: review.agentId ?? "" });
+    expect(child.outputOf).toBe("TASK-0001");
+    await client.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    await waitDone(client, root, "TASK-0001");
+    const parent = await waitFor("the parent's record", () => readState(daemon.home).completed.find((c) => c.ticket_id === "TASK-0001"));
+    expect(parent.output_tickets).toEqual(["FIX-0001"]);
+
+    await waitFor("the follow-up to run", () => readState(daemon.home).agents.find((a) => a.ticket_id === "FIX-0001" && a.status === "running"));
+    trackAgents(root);
+    const cancelled = await client.request("ticket_cancel", { projectRoot: root, ticketId: "FIX-0001" });
+    expect(cancelled.stoppedAgents).toHaveLength(1);
+    expect(existsSync(cancelled.worktreePath ?? "")).toBe(true);
+    expect(await ticketState(client, root, "FIX-0001")).toBe("done");
+    const state = readState(daemon.home);
+    expect(state.agents).toEqual([]);
+    expect(state.completed.find((c) => c.ticket_id === "FIX-0001")?.summary).toBe("cancelled");
   }, 60_000);
 
   it("a corrupt state.json is reported and never overwritten", async () => {
