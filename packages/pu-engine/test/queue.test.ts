@@ -237,6 +237,23 @@ describe("work queue", () => {
     expect(completed.summary).toContain("slept 4000");
   }, 60_000);
 
+  it("a gate out of retries waits for a person; a silent busy agent is reported hung once", async () => {
+    const { daemon, client, root } = await setup(`${FAKE_CONFIG}queue:\n  hungAfterMinutes: 0.02\n`);
+    writeWorkflow(root, "TASK", `steps:\n  - name: check\n    prompt: "echo try"\n    gate: { run: "echo never passes; exit 3" }\n    max_retries: 1\n  - name: quiet\n    prompt: "sleep 3000"\n`);
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "stubborn", ticketType: "TASK" });
+    const stuck = await waitReview(client, root, "TASK-0001", "a decision on the gate");
+    expect(stuck.lastMessage).toMatch(/^needs a decision: step check: The check `echo never passes; exit 3` exited 3/);
+    expect(stuck.lastMessage).toContain("after 2 attempts");
+    await client.request("review_approve", { projectRoot: root, ticketId: "TASK-0001", note: "ship it anyway" });
+    const hung = await waitReview(client, root, "TASK-0001", "the hung notice");
+    expect(hung.lastMessage).toContain("has not changed for 0.02 min");
+    await waitDone(client, root, "TASK-0001");
+    trackAgents(root);
+    const notices = daemonLog(daemon.home).filter((e) => e.event === "ticket_awaiting_input");
+    expect(notices).toHaveLength(2);
+  }, 60_000);
+
   it("picks up a hand-written ticket dropped into queue/, and reports a bad one where it lies", async () => {
     const { client, root } = await setup();
     writeWorkflow(root, "TASK", `steps:\n  - name: do\n    prompt: "echo by hand {{TITLE}}"\n`);

@@ -37,6 +37,9 @@ const COMPLETED_KEPT = 200;
 const FIX_OUTPUT_BYTES = 2000;
 const DEFAULT_HUNG_MINUTES = 30;
 
+/** `last_message` of a ticket that waits for `pu review approve|reject` without a review state (a gate out of retries). */
+const NEEDS_DECISION = "needs a decision:";
+
 const REVIEW_STATES = { plan: "pending_plan", visual: "pending_visual", pr: "pending_pr_creation" } as const;
 
 type Decision = { kind: "approve"; note?: string } | { kind: "reject"; reason: string; step?: string };
@@ -49,6 +52,7 @@ interface TicketRun {
   live?: LiveAgent;
   /** Set while the ticket waits for a person (`pu review approve|reject`). */
   decide?: (decision: Decision) => void;
+  finished?: boolean;
 }
 
 function runKey(root: string, ticketId: string): string {
@@ -56,7 +60,6 @@ function runKey(root: string, ticketId: string): string {
 }
 
 function stripTerminal(text: string): string {
-  // eslint-disable-next-line no-control-regex
   return text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>]|\r/g, "");
 }
 
@@ -414,6 +417,7 @@ export class QueueService {
   private async runStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome> {
     const live = run.live;
     if (!live) return { kind: "failed", message: `no agent for step ${step.name}` };
+    if (step.type !== undefined) return { kind: "failed", message: `step ${step.name} is a ${step.type} group step; multi-agent groups are not supported yet` };
     const ticket = await findTicket(run.root, run.ticketId);
     await this.store.update(() => {
       const a = this.agentStateOf(run);
@@ -447,7 +451,7 @@ export class QueueService {
         continue;
       }
       // Out of retries: a person decides (approve goes on, reject repeats the step).
-      return this.waitForPerson(run, step, null, `step ${step.name}: ${problem.split("\n")[0] ?? ""} (after ${attempt + 1} attempts)`);
+      return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name}: ${problem.split("\n")[0] ?? ""} (after ${attempt + 1} attempts)`);
     }
     if (step.review) return this.waitForPerson(run, step, REVIEW_STATES[step.review], `step ${step.name} waits for a ${step.review} review`);
     return { kind: "done" };
@@ -492,6 +496,8 @@ export class QueueService {
       clearTimeout(hungTimer);
       offOutput();
     }
+    // Cancelled or shutting down: whatever the turn saw (an exit, most likely) is not the agent's doing.
+    if (result.outcome === "aborted" || run.abort.signal.aborted || this.stopped || this.state.stopping) return "stopped";
     if (flagged && result.outcome === "waiting") {
       await this.store.update(() => {
         const a = this.agentStateOf(run);
@@ -505,7 +511,6 @@ export class QueueService {
       await this.touch(run, live);
       return "waiting";
     }
-    if (result.outcome === "aborted" || this.stopped || this.state.stopping) return "stopped";
     return `the agent ${live.agentId} exited (code ${result.exitCode ?? "?"}) during step ${step.name}`;
   }
 
@@ -518,6 +523,7 @@ export class QueueService {
       if (!a) return;
       const now = nowIso();
       a.last_activity = now;
+      a.paired = live.session.viewerCount > 0;
       if (a.content_hash !== hash) a.last_content_change = now;
       a.content_hash = hash;
     });
@@ -616,15 +622,14 @@ export class QueueService {
 
   /** Moves the ticket to done/, keeps a completed record, frees the slot (the worktree stays). */
   private async finish(run: TicketRun, outcome: "done" | "failed" | "cancelled", summary: string, outputTickets: string[], note?: string): Promise<void> {
+    // Once per ticket: a cancel racing the ticket's own end (or failure) must not record it twice.
+    if (run.finished) return;
+    run.finished = true;
     const live = run.live;
     if (live && live.session.exitCode === null) {
       if (outcome === "done") this.finishedAgents.add(live.agentId);
       await stopAgents([live], "kill");
     }
-    await moveTicket(run.root, run.ticketId, "in-progress", "done").catch((err: unknown) =>
-      this.state.log.event("ticket_move_failed", { projectRoot: run.root, ticketId: run.ticketId, error: err }),
-    );
-    await appendHistory(run.root, run.ticketId, { event: outcome, ...(note !== undefined ? { note } : {}) }).catch(() => undefined);
     const agentState = this.agentStateOf(run);
     const record: CompletedTicket = {
       ticket_id: run.ticketId,
@@ -639,6 +644,12 @@ export class QueueService {
       s.agents = s.agents.filter((a) => a !== agentState);
       s.completed = [...s.completed, record].slice(-COMPLETED_KEPT);
     });
+    // After the record: a crash in between leaves an in-progress ticket with a completed record,
+    // which the next start moves on to done/ (see continueInProgress).
+    await moveTicket(run.root, run.ticketId, "in-progress", "done").catch((err: unknown) =>
+      this.state.log.event("ticket_move_failed", { projectRoot: run.root, ticketId: run.ticketId, error: err }),
+    );
+    await appendHistory(run.root, run.ticketId, { event: outcome, ...(note !== undefined ? { note } : {}) }).catch(() => undefined);
     this.runs.delete(runKey(run.root, run.ticketId));
     this.state.log.event("queue_slot_freed", { projectRoot: run.root, ticketId: run.ticketId, outcome, used: this.store.state.agents.length });
     this.kick("slot freed");
@@ -677,6 +688,7 @@ export class QueueService {
 
   /** After a restart (or SIGKILL): every ticket state.json has in flight goes on, its agent resumed or a new one re-prompted. */
   private async continueInProgress(): Promise<void> {
+    await this.settleUntracked();
     for (const agentState of [...this.store.state.agents]) {
       const root = agentState.project;
       const drop = async (why: string) => {
@@ -707,10 +719,30 @@ export class QueueService {
         continue;
       }
       const index = Math.max(0, run.workflow.steps.findIndex((s) => s.name === agentState.current_step));
-      const awaitingDecision = agentState.status === "awaiting_input" && (agentState.review_state != null || agentState.last_message?.startsWith("step ") === true);
+      // Waiting for a person survives the restart; a timeout notice does not (the step is typed again).
+      const awaitingDecision =
+        agentState.status === "awaiting_input" && (agentState.review_state != null || agentState.last_message?.startsWith(NEEDS_DECISION) === true);
       this.state.log.event("ticket_continued", { projectRoot: root, ticketId: ticket.id, step: agentState.current_step, agentId: run.live.agentId });
       await appendHistory(root, ticket.id, { event: "continued after a daemon restart", ...(agentState.current_step ? { step: agentState.current_step } : {}) }).catch(() => undefined);
       void this.drive(run, index, { awaitingDecision });
+    }
+  }
+
+  /**
+   * In-progress tickets state.json does not track (a crash between two writes): one with a
+   * completed record goes on to done/, any other back to queue/ to start over.
+   */
+  private async settleUntracked(): Promise<void> {
+    for (const root of this.state.projects.list()) {
+      const scan = await scanTickets(root, ["in-progress"]).catch(() => ({ tickets: [] as TicketView[] }));
+      for (const ticket of scan.tickets) {
+        if (this.store.state.agents.some((a) => a.project === root && a.ticket_id === ticket.id)) continue;
+        const completed = this.store.state.completed.some((c) => c.project === root && c.ticket_id === ticket.id);
+        const to = completed ? "done" : "queue";
+        await moveTicket(root, ticket.id, "in-progress", to).catch(() => undefined);
+        await appendHistory(root, ticket.id, { event: completed ? "done" : "requeued after a daemon restart" }).catch(() => undefined);
+        this.state.log.event("ticket_settled", { projectRoot: root, ticketId: ticket.id, to });
+      }
     }
   }
 
