@@ -319,6 +319,27 @@ describe("work queue", () => {
     expect(readFileSync(file, "utf8")).toBe('{"paused": "maybe", "agents": []}');
   }, 60_000);
 
+  it("a ticket waiting for a review waits again after a daemon restart, and goes on when approved", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(root, "TASK", `steps:\n  - name: plan\n    prompt: "echo planning"\n    review: plan\n  - name: after\n    prompt: "write {{OUTPUT_FILE}} approved after restart"\n`);
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "patient", ticketType: "TASK" });
+    await waitReview(client, root, "TASK-0001", "the plan review");
+    await waitFor("state.json to hold the review", () => readState(daemon.home).agents[0]?.review_state === "pending_plan");
+    trackAgents(root);
+    await daemon.stop();
+
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    const again = await waitReview(client2, root, "TASK-0001", "the review after the restart");
+    expect(again).toMatchObject({ step: "plan", reviewState: "pending_plan" });
+    trackAgents(root);
+    await client2.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    await waitDone(client2, root, "TASK-0001");
+    trackAgents(root);
+    expect(readState(restarted.home).completed[0]?.summary).toBe("approved after restart");
+  }, 60_000);
+
   it("after a daemon SIGKILL mid-ticket, the restarted daemon continues the ticket with a re-prompted agent", async () => {
     const { daemon, client, root } = await setup();
     writeWorkflow(root, "TASK", `steps:\n  - name: first\n    prompt: "echo first"\n  - name: long\n    prompt: "sleep 30000"\n  - name: last\n    prompt: "write {{OUTPUT_FILE}} finished {{TICKET_ID}}"\n`);

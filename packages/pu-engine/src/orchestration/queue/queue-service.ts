@@ -40,6 +40,11 @@ const DEFAULT_HUNG_MINUTES = 30;
 /** `last_message` of a ticket that waits for `pu review approve|reject` without a review state (a gate out of retries). */
 const NEEDS_DECISION = "needs a decision:";
 
+/** A review, or a gate out of retries: `pu review approve|reject` decides (a timeout notice is not asked a question). */
+function waitsForDecision(agentState: AgentState): boolean {
+  return agentState.status === "awaiting_input" && (agentState.review_state != null || agentState.last_message?.startsWith(NEEDS_DECISION) === true);
+}
+
 const REVIEW_STATES = { plan: "pending_plan", visual: "pending_visual", pr: "pending_pr_creation" } as const;
 
 type Decision = { kind: "approve"; note?: string } | { kind: "reject"; reason: string; step?: string };
@@ -52,6 +57,8 @@ interface TicketRun {
   live?: LiveAgent;
   /** Set while the ticket waits for a person (`pu review approve|reject`). */
   decide?: (decision: Decision) => void;
+  /** A decision that came before the ticket was waiting again (just after a restart). */
+  pending?: Decision;
   finished?: boolean;
 }
 
@@ -112,8 +119,12 @@ export class QueueService {
         void this.watchProject(projectRoot).then(() => this.kick("project added"));
       }),
     );
+    // Registered before any await, so a review decision that arrives while they are being
+    // picked up finds its ticket.
+    const inFlight = this.store.error ? [] : this.store.state.agents.map((agentState) => this.registerRun(agentState));
     for (const root of this.state.projects.list()) await this.watchProject(root);
-    if (!this.store.error) await this.continueInProgress();
+    await this.settleUntracked();
+    for (const [agentState, run] of inFlight) await this.continueTicket(agentState, run);
     this.kick("daemon start");
   }
 
@@ -575,6 +586,11 @@ export class QueueService {
   private async waitForPerson(run: TicketRun, step: WorkflowStep, reviewState: string | null | undefined, message: string | undefined): Promise<StepOutcome> {
     // Ready for the decision before anyone can see the ticket waiting for it.
     const decided = new Promise<Decision | undefined>((resolve) => {
+      if (run.pending) {
+        resolve(run.pending);
+        run.pending = undefined;
+        return;
+      }
       run.decide = resolve;
       const onAbort = () => resolve(undefined);
       if (run.abort.signal.aborted) onAbort();
@@ -645,7 +661,7 @@ export class QueueService {
       s.completed = [...s.completed, record].slice(-COMPLETED_KEPT);
     });
     // After the record: a crash in between leaves an in-progress ticket with a completed record,
-    // which the next start moves on to done/ (see continueInProgress).
+    // which the next start moves on to done/ (see settleUntracked).
     await moveTicket(run.root, run.ticketId, "in-progress", "done").catch((err: unknown) =>
       this.state.log.event("ticket_move_failed", { projectRoot: run.root, ticketId: run.ticketId, error: err }),
     );
@@ -686,46 +702,44 @@ export class QueueService {
 
   // ---- restart -------------------------------------------------------------------------------
 
-  /** After a restart (or SIGKILL): every ticket state.json has in flight goes on, its agent resumed or a new one re-prompted. */
-  private async continueInProgress(): Promise<void> {
-    await this.settleUntracked();
-    for (const agentState of [...this.store.state.agents]) {
-      const root = agentState.project;
-      const drop = async (why: string) => {
-        this.state.log.event("ticket_state_dropped", { projectRoot: root, ticketId: agentState.ticket_id, why });
-        await this.store.update((s) => {
-          s.agents = s.agents.filter((a) => a !== agentState);
-        });
-      };
-      let ticket: TicketView;
-      try {
-        ticket = await findTicket(root, agentState.ticket_id);
-      } catch {
-        await drop("its ticket file is gone");
-        continue;
-      }
-      if (ticket.state !== "in-progress") {
-        await drop(`its ticket is in ${ticket.state}/`);
-        continue;
-      }
-      const collection = this.store.state.project_collection_prefs?.[root] ?? DEFAULT_COLLECTION;
-      const run: TicketRun = { root, ticketId: ticket.id, abort: new AbortController(), workflow: { launch_mode: "default", steps: [] } };
-      this.runs.set(runKey(root, ticket.id), run);
-      try {
-        run.workflow = (await resolveWorkflow(this.state, root, ticket.type, collection)).workflow;
-        run.live = await this.reattach(run, agentState);
-      } catch (err) {
-        await this.fail(run, `could not continue after a restart: ${(err as Error).message}`);
-        continue;
-      }
-      const index = Math.max(0, run.workflow.steps.findIndex((s) => s.name === agentState.current_step));
-      // Waiting for a person survives the restart; a timeout notice does not (the step is typed again).
-      const awaitingDecision =
-        agentState.status === "awaiting_input" && (agentState.review_state != null || agentState.last_message?.startsWith(NEEDS_DECISION) === true);
-      this.state.log.event("ticket_continued", { projectRoot: root, ticketId: ticket.id, step: agentState.current_step, agentId: run.live.agentId });
-      await appendHistory(root, ticket.id, { event: "continued after a daemon restart", ...(agentState.current_step ? { step: agentState.current_step } : {}) }).catch(() => undefined);
-      void this.drive(run, index, { awaitingDecision });
+  private registerRun(agentState: AgentState): [AgentState, TicketRun] {
+    const run: TicketRun = { root: agentState.project, ticketId: agentState.ticket_id, abort: new AbortController(), workflow: { launch_mode: "default", steps: [] } };
+    this.runs.set(runKey(run.root, run.ticketId), run);
+    return [agentState, run];
+  }
+
+  /** After a restart (or SIGKILL): a ticket state.json has in flight goes on, its agent resumed or a new one re-prompted. */
+  private async continueTicket(agentState: AgentState, run: TicketRun): Promise<void> {
+    const root = agentState.project;
+    const drop = async (why: string) => {
+      this.runs.delete(runKey(root, run.ticketId));
+      this.state.log.event("ticket_state_dropped", { projectRoot: root, ticketId: agentState.ticket_id, why });
+      await this.store.update((s) => {
+        s.agents = s.agents.filter((a) => a !== agentState);
+      });
+    };
+    let ticket: TicketView;
+    try {
+      ticket = await findTicket(root, agentState.ticket_id);
+    } catch {
+      return drop("its ticket file is gone");
     }
+    if (ticket.state !== "in-progress") return drop(`its ticket is in ${ticket.state}/`);
+    const collection = this.store.state.project_collection_prefs?.[root] ?? DEFAULT_COLLECTION;
+    let live: LiveAgent;
+    try {
+      run.workflow = (await resolveWorkflow(this.state, root, ticket.type, collection)).workflow;
+      live = await this.reattach(run, agentState);
+      run.live = live;
+    } catch (err) {
+      return this.fail(run, `could not continue after a restart: ${(err as Error).message}`);
+    }
+    const index = Math.max(0, run.workflow.steps.findIndex((s) => s.name === agentState.current_step));
+    // Waiting for a person survives the restart; a timeout notice does not (the step is typed again).
+    const awaitingDecision = waitsForDecision(agentState);
+    this.state.log.event("ticket_continued", { projectRoot: root, ticketId: ticket.id, step: agentState.current_step, agentId: live.agentId });
+    await appendHistory(root, ticket.id, { event: "continued after a daemon restart", ...(agentState.current_step ? { step: agentState.current_step } : {}) }).catch(() => undefined);
+    void this.drive(run, index, { awaitingDecision });
   }
 
   /**
@@ -823,7 +837,7 @@ export class QueueService {
     const run = this.runs.get(runKey(root, ticketId));
     const agentState = this.store.state.agents.find((a) => a.project === root && a.ticket_id === ticketId);
     if (!run || !agentState) throw new PuError("NOT_FOUND", `ticket ${ticketId} is not in progress in ${root}`);
-    if (!run.decide) {
+    if (!waitsForDecision(agentState)) {
       throw new PuError("INVALID_STATE", `ticket ${ticketId} is not waiting for a review (it is ${agentState.status}${agentState.current_step ? `, step ${agentState.current_step}` : ""})`);
     }
     if (decision.kind === "reject" && decision.step !== undefined && !run.workflow.steps.some((s) => s.name === decision.step)) {
@@ -836,7 +850,9 @@ export class QueueService {
       by: os.userInfo().username,
       ...(decision.kind === "approve" ? (decision.note !== undefined ? { note: decision.note } : {}) : { note: decision.reason }),
     });
-    run.decide(decision);
+    // Picked up (after a restart) but not yet waiting again: the decision is kept for it.
+    if (run.decide) run.decide(decision);
+    else run.pending = decision;
     return step;
   }
 
