@@ -76,14 +76,14 @@ async function readTicketCached(file: string): Promise<Ticket> {
 export async function findTicket(root: string, id: string): Promise<TicketView> {
   for (const state of TICKET_STATES) {
     const file = ticketPath(root, state, id);
-    let text: string;
+    let ticket: Ticket;
     try {
-      text = await readFile(file, "utf8");
+      ticket = await readTicketCached(file);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") continue;
       throw err;
     }
-    return { ...parseTicket(text, file), state, path: file };
+    return { ...ticket, state, path: file };
   }
   throw new PuError("NOT_FOUND", `no ticket ${id} in ${root}`);
 }
