@@ -158,6 +158,7 @@ export class QueueService {
       s.paused = paused;
     });
     this.state.log.event(paused ? "queue_paused" : "queue_resumed", {});
+    this.state.events.emit("queue_paused", { paused });
     if (!paused) {
       // `pu queue resume` is also how a person says "try again" (after `pu trust`, a fixed workflow).
       this.held.clear();
@@ -301,7 +302,8 @@ export class QueueService {
       await this.store.update(() => undefined);
       this.state.log.event("queue_slot_taken", { projectRoot: root, ticketId: ticket.id, used: this.store.state.agents.length, reason });
       await appendHistory(root, ticket.id, { event: "dispatched" });
-      await this.launchFor(run, agentState, tool, model, { kind: "new", name: ticket.id.toLowerCase() });
+      const live = await this.launchFor(run, agentState, tool, model, { kind: "new", name: ticket.id.toLowerCase() });
+      this.state.events.emit("ticket_changed", { projectRoot: root, ticketId: ticket.id, kind: "dispatched", agentId: live.agentId });
     } catch (err) {
       this.runs.delete(key);
       await this.store.update((s) => {
@@ -441,6 +443,7 @@ export class QueueService {
       a.last_activity = nowIso();
     });
     this.state.log.event("ticket_step", { projectRoot: run.root, ticketId: run.ticketId, step: step.name, agentId: live.agentId });
+    this.state.events.emit("ticket_changed", { projectRoot: run.root, ticketId: run.ticketId, kind: "step_started", step: step.name, agentId: live.agentId });
     const vars: Record<string, string> = {
       ...ticket.vars,
       TICKET_ID: ticket.id,
@@ -580,6 +583,14 @@ export class QueueService {
       a.last_activity = nowIso();
     });
     this.state.log.event("ticket_awaiting_input", { projectRoot: run.root, ticketId: run.ticketId, reviewState, message });
+    const a = this.agentStateOf(run);
+    this.state.events.emit("ticket_changed", {
+      projectRoot: run.root,
+      ticketId: run.ticketId,
+      kind: "awaiting_input",
+      ...(a?.current_step ? { step: a.current_step } : {}),
+      ...(a?.last_message ? { message: a.last_message } : {}),
+    });
   }
 
   /** The ticket waits for `pu review approve|reject` (persisted, so a restart waits again). */
@@ -668,6 +679,7 @@ export class QueueService {
     await appendHistory(run.root, run.ticketId, { event: outcome, ...(note !== undefined ? { note } : {}) }).catch(() => undefined);
     this.runs.delete(runKey(run.root, run.ticketId));
     this.state.log.event("queue_slot_freed", { projectRoot: run.root, ticketId: run.ticketId, outcome, used: this.store.state.agents.length });
+    this.state.events.emit("ticket_changed", { projectRoot: run.root, ticketId: run.ticketId, kind: outcome, ...(note !== undefined ? { message: note } : {}) });
     this.kick("slot freed");
   }
 
