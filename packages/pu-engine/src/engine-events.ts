@@ -62,7 +62,7 @@ export interface EngineEventMap {
   queue_paused: { paused: boolean };
 }
 
-export interface TicketChange {
+interface TicketChange {
   projectRoot: string;
   ticketId: string;
   kind: "dispatched" | "step_started" | "awaiting_input" | "done" | "failed" | "cancelled";
