@@ -55,16 +55,16 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   "ticket list": () => import("./commands/ticket/list.js"),
   "ticket show": () => import("./commands/ticket/show.js"),
   "ticket cancel": () => import("./commands/ticket/cancel.js"),
-  queue: () => import("./commands/queue/show.js"),
+  queue: () => import("./commands/queue.js"),
   "queue show": () => import("./commands/queue/show.js"),
   "queue pause": () => import("./commands/queue/pause.js"),
   "queue resume": () => import("./commands/queue/resume.js"),
   "queue collection": () => import("./commands/queue/collection.js"),
-  review: () => import("./commands/review/list.js"),
+  review: () => import("./commands/review.js"),
   "review list": () => import("./commands/review/list.js"),
   "review approve": () => import("./commands/review/approve.js"),
   "review reject": () => import("./commands/review/reject.js"),
-  stats: () => import("./commands/stats/show.js"),
+  stats: () => import("./commands/stats.js"),
   "stats show": () => import("./commands/stats/show.js"),
   "stats prefer": () => import("./commands/stats/prefer.js"),
   "gate pre-commit": () => import("./commands/gate/pre-commit.js"),
@@ -82,8 +82,7 @@ export function matchCommandPath(argv: readonly string[]): string | undefined {
 
 export async function loadCommands(paths: readonly string[]): Promise<CommandClass[]> {
   const modules = await Promise.all(paths.map((p) => COMMAND_TABLE[p]!()));
-  // A command with two paths (`pu queue` and `pu queue show`) is one class, registered once.
-  return [...new Set(modules.map((m) => m.default))];
+  return modules.map((m) => m.default);
 }
 
 export const ALL_COMMAND_PATHS: readonly string[] = Object.keys(COMMAND_TABLE);

@@ -4,7 +4,7 @@ import { columnLines } from "../../definition-commands.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class QueueShowCommand extends PuCommand {
-  static override paths = [["queue"], ["queue", "show"]];
+  static override paths = [["queue", "show"]];
   static override usage = Command.Usage({
     description: "Show the work queue: paused or not, slots, running tickets with step and agent, waiting tickets in order",
     details: "Covers every project the daemon knows. Caps: `queue.maxParallel` in $PU_HOME/config.yaml, `queue.maxPerProject` in .pu/config.yaml.",

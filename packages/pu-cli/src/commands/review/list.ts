@@ -4,7 +4,7 @@ import { columnLines } from "../../definition-commands.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class ReviewListCommand extends PuCommand {
-  static override paths = [["review"], ["review", "list"]];
+  static override paths = [["review", "list"]];
   static override usage = Command.Usage({
     description: "List tickets waiting for a person (reviews, timeouts, gates out of retries)",
     examples: [["What waits", "$0 review"]],

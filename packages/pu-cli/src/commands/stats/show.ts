@@ -4,7 +4,7 @@ import { columnLines } from "../../definition-commands.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class StatsShowCommand extends PuCommand {
-  static override paths = [["stats"], ["stats", "show"]];
+  static override paths = [["stats", "show"]];
   static override usage = Command.Usage({
     description: "Usage per agent type and model in this project: runs, successes, failures, time, last used",
     details: "Recorded on every agent exit (spawned by you or by the queue). A success is an exit with code 0, or an agent the queue stopped after its work was done.",

@@ -15,8 +15,9 @@ import { DEFAULT_COLLECTION } from "@pu/core/default-workflows";
 import { PuError } from "@pu/core/errors";
 import { findAgent } from "@pu/core/manifest";
 import type { AgentState, CompletedTicket } from "@pu/core/operator-state";
-import { puDir, worktreesDir } from "@pu/core/paths";
+import { manifestPath, puDir, worktreesDir } from "@pu/core/paths";
 import { renderTemplate } from "@pu/core/template";
+import { compareTickets } from "@pu/core/ticket";
 import { stepAgent, type Workflow, type WorkflowStep } from "@pu/core/workflow";
 import type { QueueStatus, ReviewItem, TicketView } from "@pu/ipc/protocol";
 import { launchAgent, resumeAgent } from "../../agents/launcher.js";
@@ -139,6 +140,8 @@ export class QueueService {
 
   async watchProject(root: string): Promise<void> {
     if (this.watchers.has(root) || this.stopped) return;
+    // A project that was deleted (or never initialized) must not get a `.pu/` made for it.
+    if (!(await exists(manifestPath(root)))) return;
     try {
       await ensureTicketDirs(root);
     } catch (err) {
@@ -232,7 +235,7 @@ export class QueueService {
       }
       waiting.push(...scan.tickets.filter((t) => !this.held.has(runKey(root, t.id))).map((t) => Object.assign(t, { root })));
     }
-    waiting.sort((a, b) => (a.priority.localeCompare(b.priority) || Date.parse(a.created_at) - Date.parse(b.created_at) || a.id.localeCompare(b.id)));
+    waiting.sort(compareTickets);
     const settingsOf = new Map<string, Promise<Awaited<ReturnType<QueueService["projectSettings"]>> | undefined>>();
     for (const ticket of waiting as (TicketView & { root: string })[]) {
       if (this.stopped || this.paused || this.state.stopping) return;
@@ -810,7 +813,7 @@ export class QueueService {
         if (held !== undefined) problems.push({ file: t.path, message: `not started: ${held}` });
       }
     }
-    waiting.sort((a, b) => a.priority.localeCompare(b.priority) || Date.parse(a.created_at) - Date.parse(b.created_at) || a.id.localeCompare(b.id));
+    waiting.sort(compareTickets);
     const used = this.store.state.agents.length;
     const status: QueueStatus = {
       paused: this.paused,
