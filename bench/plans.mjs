@@ -41,6 +41,8 @@ async function oneRun() {
     const scenarioFile = path.join(ws.dir, "scenario.json");
     writeFileSync(scenarioFile, JSON.stringify(scenario()));
     writeFileSync(path.join(ws.dir, "noop.txt"), "");
+    // The queue's cap (default: cores - 1) would hold the workers below the plan's own limit.
+    writeFileSync(path.join(ws.home, "config.yaml"), `queue:\n  maxParallel: ${WORKERS}\n`);
     daemon = await startDaemon(ws.home, { ...ws.env, PLAN_TEST_SCENARIO: scenarioFile });
     const { client } = daemon;
     await client.request("init", { projectRoot: ws.project });

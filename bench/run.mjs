@@ -19,6 +19,7 @@ const BENCHMARKS = [
   { name: "plans", load: () => import("./plans.mjs") },
   { name: "manifest", load: () => import("./manifest.mjs") },
   { name: "ipc", load: () => import("./ipc.mjs"), adapt: adaptIpc },
+  { name: "queue", load: () => import("./queue.mjs") },
 ];
 
 /** bench/ipc.mjs (written with pu-ipc) reports its own shape; turn it into table rows. */

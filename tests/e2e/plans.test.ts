@@ -38,6 +38,8 @@ describe("plan sessions", { timeout: 240_000 }, () => {
     const config = path.join(sb.root, ".pu/config.yaml");
     writeFileSync(config, `${readFileSync(config, "utf8")}\nagents:\n  planbot:\n    command: ${process.execPath} ${PLAN_ROLE}\nplan:\n  agents: { explorer: planbot, planner: planbot, worker: planbot, verifier: planbot }\n  verify: ["test -f a.txt"]\n`);
     await sb.ok(["trust"]);
+    // The queue's default cap is the machine's cores - 1; these tests set their own.
+    writeFileSync(path.join(sb.home, "config.yaml"), "queue:\n  maxParallel: 4\n");
   });
   afterAll(async () => {
     const leftovers = await sb.teardown();
@@ -199,5 +201,34 @@ describe("plan sessions", { timeout: 240_000 }, () => {
     expect(failed.iteration).toBe(1);
     const evidence = await sb.puJson<EvidenceJson>(["plan", "evidence", sessionId]);
     expect(evidence.evidenceLog.at(-1)?.summary).toMatch(/iteration limit.*not good enough yet/);
+  });
+
+  it("plan workers wait while the queue is paused and count against its caps", async () => {
+    writeFileSync(path.join(sb.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
+    const scenario = scenarioFile("paused", { tasks: [task("a"), task("b"), task("c")], slowMs: 600 });
+    await sb.ok(["daemon", "restart"], { env: { PLAN_TEST_SCENARIO: scenario } });
+    await sb.ok(["queue", "pause"]);
+    const watcher = sb.startPu(["status", "--watch", "--json"]);
+    const { sessionId } = await sb.puJson<PlanJson>(["plan", "start", "three files", "--auto", "--skip-verify", "--max-workers", "3"]);
+    await waitFor("the plan to reach execution", async () => (await sb.puJson<PlanJson>(["plan", "status", sessionId])).phase === "EXECUTION", 60_000);
+    // Paused: the session sits in EXECUTION with nothing started.
+    const held = await sb.puJson<PlanJson>(["plan", "status", sessionId]);
+    expect(held.tasks.every((t) => t.status === "open" && !t.worker)).toBe(true);
+    await sb.ok(["queue", "resume"]);
+    await waitFor("the session to complete", async () => (await sb.puJson<PlanJson>(["plan", "status", sessionId])).phase === "COMPLETE", 90_000, 500);
+    watcher.child.kill("SIGINT");
+    await watcher.exited;
+    let most = 0;
+    for (const line of watcher.output().trim().split("\n").filter(Boolean)) {
+      const { report } = JSON.parse(line) as { report: StatusJson };
+      const live = Object.values(report.worktrees)
+        .filter((w) => new RegExp(`^plan-${sessionId}-[a-c]$`).test(w.name))
+        .flatMap((w) => Object.values(w.agents))
+        .filter((a) => a.live).length;
+      most = Math.max(most, live);
+    }
+    // queue.maxParallel 1 wins over --max-workers 3.
+    expect(most).toBe(1);
+    writeFileSync(path.join(sb.home, "config.yaml"), "queue:\n  maxParallel: 4\n");
   });
 });

@@ -92,6 +92,13 @@ const RawConfigSchema = z.looseObject({
     .default(DEFAULT_OUTPUT_BUFFER_BYTES),
   defaultTrigger: z.string().min(1).optional(),
   plan: PlanConfigSchema.prefault({}),
+  queue: z
+    .object({
+      maxParallel: z.number().int().min(1).optional(),
+      maxPerProject: z.number().int().min(1).optional(),
+      hungAfterMinutes: z.number().positive().optional(),
+    })
+    .optional(),
 });
 
 const AgentTypeConfigSchema = z.object({
@@ -111,6 +118,7 @@ export const ConfigSchema = z.object({
   outputBufferBytes: z.number().int().positive(),
   defaultTrigger: z.string().optional(),
   plan: PlanConfigSchema,
+  queue: z.object({ maxParallel: z.number().optional(), maxPerProject: z.number().optional(), hungAfterMinutes: z.number().optional() }).optional(),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -131,6 +139,12 @@ outputBufferBytes: ${DEFAULT_OUTPUT_BUFFER_BYTES}
 
 # Trigger bound to new agents unless spawned with --no-trigger.
 # defaultTrigger: review
+
+# The work queue (pu ticket / pu queue): agents the daemon starts on its own.
+# queue:
+#   maxParallel: 3        # across projects (read from $PU_HOME/config.yaml); default cores - 1
+#   maxPerProject: 2
+#   hungAfterMinutes: 30  # a busy agent whose screen has not changed this long is reported
 
 # Custom agent types, or tweaks to the built-in ones.
 # agents:
@@ -195,6 +209,7 @@ export function parseConfig(text: string, filePath: string, env: NodeJS.ProcessE
     plan: rawConfig.plan,
   };
   if (rawConfig.defaultTrigger !== undefined) config.defaultTrigger = rawConfig.defaultTrigger;
+  if (rawConfig.queue !== undefined) config.queue = rawConfig.queue;
   return config;
 }
 

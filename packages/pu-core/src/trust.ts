@@ -3,12 +3,15 @@
 // until someone runs `pu trust` there. Each item is hashed on what it runs, so changing a
 // gate command asks again while editing an inject text does not.
 import { createHash } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
+import { join, relative } from "node:path";
 import { z } from "zod";
 import { builtinAgentTypes, loadConfig, type AgentTypeConfig } from "./config.js";
 import { listDefinitions, loadDefinition, type DefinitionScopes, type LoadedDefinition } from "./definitions.js";
 import { isPuError, PuError } from "./errors.js";
 import { parseJsonText } from "./json-state.js";
-import { configPath } from "./paths.js";
+import { configPath, puDir } from "./paths.js";
+import { parseWorkflow, type Workflow } from "./workflow.js";
 
 /** One thing in a project that can run a command. */
 export interface TrustItem {
@@ -66,6 +69,30 @@ export function triggerTrustItem(loaded: LoadedDefinition<"trigger">): TrustItem
   return item(`triggers/${loaded.name}`, loaded.path, `trigger "${loaded.name}" runs gate${gates.length === 1 ? "" : "s"} ${runs}`, gates);
 }
 
+/** A project workflow's gate commands (undefined when no step has a gate). */
+export function workflowTrustItem(projectRoot: string, file: string, workflow: Workflow): TrustItem | undefined {
+  const gates = workflow.steps.flatMap((step) => (step.gate ? [step.gate.run] : []));
+  if (gates.length === 0) return undefined;
+  const key = relative(puDir(projectRoot), file);
+  const runs = gates.map((g) => `"${g}"`).join(", ");
+  return item(key, file, `workflow ${key} runs gate${gates.length === 1 ? "" : "s"} ${runs}`, gates);
+}
+
+/** `.pu/workflows/<TYPE>.yaml` and `.pu/workflows/<collection>/<TYPE>.yaml`. */
+async function projectWorkflowFiles(projectRoot: string): Promise<string[]> {
+  const dir = join(puDir(projectRoot), "workflows");
+  const files: string[] = [];
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const entry of entries) {
+    if (entry.isFile() && entry.name.endsWith(".yaml")) files.push(join(dir, entry.name));
+    if (entry.isDirectory()) {
+      const inner = await readdir(join(dir, entry.name), { withFileTypes: true }).catch(() => []);
+      for (const e of inner) if (e.isFile() && e.name.endsWith(".yaml")) files.push(join(dir, entry.name, e.name));
+    }
+  }
+  return files.sort();
+}
+
 /** A local agent definition or template whose `command` replaces the agent's program. */
 export function definitionCommandTrustItem(loaded: LoadedDefinition<"agent"> | LoadedDefinition<"template">): TrustItem | undefined {
   if (loaded.scope !== "local") return undefined;
@@ -100,6 +127,13 @@ export async function projectTrustItems(scopes: DefinitionScopes & { projectRoot
       const loaded = await loadDefinition(kind, summary.name, localOnly);
       if (loaded.scope !== "local") continue;
       items.push(definitionTrustItem(kind, loaded));
+    }
+  }
+  for (const file of await projectWorkflowFiles(root)) {
+    try {
+      items.push(workflowTrustItem(root, file, parseWorkflow(await readFile(file, "utf8"), file).workflow));
+    } catch {
+      // An invalid workflow runs nothing; the queue reports it when a ticket needs it.
     }
   }
   return items.filter((i): i is TrustItem => i !== undefined);

@@ -8,11 +8,11 @@ import { createHandlers } from "./handlers.js";
 import { stopAgents } from "./agents/stop.js";
 import { isAlive } from "./process-info.js";
 import { ProjectRegistry } from "./projects.js";
-import { UnlimitedLaunchSlots } from "./orchestration/launch-slots.js";
 import { PlanService } from "./orchestration/plans/plan-service.js";
 import { recoverProjects } from "./recovery.js";
 import { EngineState } from "./state.js";
 import { StatusWatch } from "./status-watch.js";
+import { QueueService } from "./orchestration/queue/queue-service.js";
 import { Scheduler } from "./workflows/schedules.js";
 import { TriggerRunner } from "./workflows/triggers.js";
 
@@ -105,6 +105,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
   let triggers: TriggerRunner | undefined;
   let scheduler: Scheduler | undefined;
   let plans: PlanService | undefined;
+  let queue: QueueService | undefined;
   try {
     log = openDaemonLog(logPath(home));
     log.event("start", { home, daemonVersion: DAEMON_VERSION, protocolVersion: PROTOCOL_VERSION, node: process.version });
@@ -118,25 +119,32 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     await recoverProjects(state);
     triggers = new TriggerRunner(state);
     triggers.start();
-    plans = new PlanService(state, new UnlimitedLaunchSlots());
+    const workQueue = new QueueService(state);
+    queue = workQueue;
+    await workQueue.load();
+    // Plan workers take the queue's slots and wait while it is paused.
+    plans = new PlanService(state, workQueue.launchSlots());
     const planService = plans;
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, statusWatch, plans: planService }),
+      handlers: createHandlers({ state, statusWatch, queue: workQueue, plans: planService }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();
     fs.chmodSync(sock, 0o600);
     // Only a first look: runs that fell due while no daemon ran are counted as missed, not fired.
-    scheduler = new Scheduler(state);
+    scheduler = new Scheduler(state, () => workQueue.paused);
     await scheduler.start();
+    // In-progress tickets continue (agents resumed or re-prompted), then queued ones dispatch.
+    await workQueue.start();
     // Unfinished plan sessions go on from their phase (a killed daemon's workers are re-prompted).
     await plans.resumeAll();
   } catch (err) {
     log?.event("start_failed", { error: err });
+    queue?.stop();
     scheduler?.stop();
     triggers?.stop();
     await server?.close().catch(() => undefined);
@@ -146,6 +154,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
   }
 
   const activeServer = server;
+  const activeQueue = queue;
   const activeLog = log;
   let resolveStopped!: () => void;
   const stopped = new Promise<void>((resolve) => (resolveStopped = resolve));
@@ -164,6 +173,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     stop(reason = "request") {
       stopping ??= (async () => {
         state.stopping = true;
+        // First: the agents stopped below must not read as tickets failing.
+        activeQueue.stop();
         scheduler?.stop();
         triggers?.stop();
         plans?.dispose();

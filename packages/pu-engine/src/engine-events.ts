@@ -60,6 +60,19 @@ export interface EngineEventMap {
   trigger_assigned: { projectRoot: string; agentId: string };
   /** `pu init` made a new project known. */
   project_added: { projectRoot: string };
+  /** Something happened to a work-queue ticket (state.json is written by then). */
+  ticket_changed: TicketChange;
+  /** The queue was paused or resumed. */
+  queue_paused: { paused: boolean };
+}
+
+interface TicketChange {
+  projectRoot: string;
+  ticketId: string;
+  kind: "dispatched" | "step_started" | "awaiting_input" | "done" | "failed" | "cancelled";
+  step?: string;
+  agentId?: string;
+  message?: string;
 }
 
 export interface AgentStatusChange {

@@ -37,6 +37,10 @@ import { handleSuspend } from "./handlers/suspend.js";
 import { handleTriggerLog } from "./handlers/trigger-log.js";
 import { handleTrust } from "./handlers/trust.js";
 import { handleTypeText } from "./handlers/type-text.js";
+import { handleQueueCollection, handleQueuePause, handleQueueStatus } from "./handlers/queue.js";
+import { handleReviewApprove, handleReviewList, handleReviewReject } from "./handlers/reviews.js";
+import { handleStats, handleStatsPrefer } from "./handlers/stats.js";
+import { handleTicketCancel, handleTicketCreate, handleTicketList, handleTicketShow } from "./handlers/tickets.js";
 import type { EngineServices } from "./services.js";
 import type { EngineState } from "./state.js";
 
@@ -46,7 +50,7 @@ export function createHandlers(services: EngineServices): Handlers {
     health: (req) => handleHealth(state, req),
     shutdown: (req) => handleShutdown(state, req),
     init: (req) => handleInit(state, req),
-    spawn: (req) => handleSpawn(state, req),
+    spawn: (req) => handleSpawn(state, req, services.queue.paused),
     status: (req) => handleStatus(state, req),
     subscribe_status: (req, ctx) => handleSubscribeStatus(services, req, ctx),
     kill: (req) => handleKill(state, req),
@@ -80,6 +84,19 @@ export function createHandlers(services: EngineServices): Handlers {
     plan_cancel: (req) => handlePlanCancel(services, req),
     plan_evidence: (req) => handlePlanEvidence(services, req),
     plan_check: (req) => handlePlanCheck(services, req),
+    ticket_create: (req) => handleTicketCreate(services, req),
+    ticket_list: (req) => handleTicketList(services, req),
+    ticket_show: (req) => handleTicketShow(services, req),
+    ticket_cancel: (req) => handleTicketCancel(services, req),
+    queue_status: (req) => handleQueueStatus(services, req),
+    queue_pause: () => handleQueuePause(services, true),
+    queue_resume: () => handleQueuePause(services, false),
+    queue_collection: (req) => handleQueueCollection(services, req),
+    review_list: (req) => handleReviewList(services, req),
+    review_approve: (req) => handleReviewApprove(services, req),
+    review_reject: (req) => handleReviewReject(services, req),
+    stats: (req) => handleStats(services, req),
+    stats_prefer: (req) => handleStatsPrefer(services, req),
   });
 }
 

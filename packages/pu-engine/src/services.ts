@@ -4,10 +4,12 @@
  */
 import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";
+import type { QueueService } from "./orchestration/queue/queue-service.js";
 import type { StatusWatch } from "./status-watch.js";
 
 export interface EngineServices {
   state: EngineState;
   statusWatch: StatusWatch;
   plans: PlanService;
+  queue: QueueService;
 }

@@ -8,6 +8,7 @@ import * as agents from "./requests/agents.js";
 import * as daemon from "./requests/daemon.js";
 import * as definitions from "./requests/definitions.js";
 import * as plans from "./requests/plans.js";
+import * as queue from "./requests/queue.js";
 import * as worktrees from "./requests/worktrees.js";
 
 export { DefinitionKindSchema } from "./fields.js";
@@ -16,6 +17,7 @@ export type * from "./requests/agents.js";
 export type * from "./requests/daemon.js";
 export type * from "./requests/definitions.js";
 export type * from "./requests/plans.js";
+export type * from "./requests/queue.js";
 export type * from "./requests/worktrees.js";
 
 // Bumped on any incompatible change to a request, reply or event shape.
@@ -61,6 +63,19 @@ export const RequestSchemas = {
   plan_cancel: plans.PlanCancelRequest,
   plan_evidence: plans.PlanEvidenceRequest,
   plan_check: plans.PlanCheckRequest,
+  ticket_create: queue.TicketCreateRequest,
+  ticket_list: queue.TicketListRequest,
+  ticket_show: queue.TicketShowRequest,
+  ticket_cancel: queue.TicketCancelRequest,
+  queue_status: queue.QueueStatusRequest,
+  queue_pause: queue.QueuePauseRequest,
+  queue_resume: queue.QueueResumeRequest,
+  queue_collection: queue.QueueCollectionRequest,
+  review_list: queue.ReviewListRequest,
+  review_approve: queue.ReviewApproveRequest,
+  review_reject: queue.ReviewRejectRequest,
+  stats: queue.StatsRequest,
+  stats_prefer: queue.StatsPreferRequest,
 };
 
 type AnyRequestSchema = (typeof RequestSchemas)[keyof typeof RequestSchemas];
@@ -73,7 +88,12 @@ export type RequestOf<T extends RequestType> = Extract<Request, { type: T }>;
 export type RequestFields<T extends RequestType> = Omit<z.input<(typeof RequestSchemas)[T]>, "type" | "id">;
 
 
-export type ResultMap = daemon.DaemonResults & agents.AgentsResults & worktrees.WorktreesResults & definitions.DefinitionsResults & plans.PlansResults;
+export type ResultMap = daemon.DaemonResults &
+  agents.AgentsResults &
+  worktrees.WorktreesResults &
+  definitions.DefinitionsResults &
+  plans.PlansResults &
+  queue.QueueResults;
 export type ResultOf<T extends RequestType> = ResultMap[T];
 
 // ---- frames from the daemon ----

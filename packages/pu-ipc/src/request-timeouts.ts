@@ -21,4 +21,5 @@ export const REQUEST_TIMEOUTS_MS: Partial<Record<RequestType, number>> = {
   plan_start: 60_000,
   plan_cancel: 120_000,
   plan_check: 0,
+  ticket_cancel: 120_000,
 };

@@ -66,6 +66,7 @@ export default class SpawnCommand extends PuCommand {
   trigger = Option.String("--trigger", { description: "Bind this trigger to the agent" });
   noTrigger = Option.Boolean("--no-trigger", false, { description: "Do not bind the default trigger" });
   plan = Option.Boolean("--plan", false, { description: "Start the agent in plan mode" });
+  yolo = Option.Boolean("--yolo", false, { description: "Launch mode yolo: the agent type's unattended flags (Claude's skip-permissions, Codex's bypass)" });
   /** Arguments after `--`, set by `main` (see `acceptsPassThrough`). */
   passThrough: string[] = [];
   static acceptsPassThrough = true;
@@ -90,6 +91,7 @@ export default class SpawnCommand extends PuCommand {
     if (this.vars.length > 0) fields.vars = parseVars(this.vars);
     if (this.env.length > 0) fields.env = parseEnv(this.env);
     if (this.plan) fields.planMode = true;
+    if (this.yolo) fields.yolo = true;
     if (this.trigger !== undefined) fields.trigger = this.trigger;
     if (this.noTrigger) fields.noTrigger = true;
     if (this.passThrough.length > 0) fields.extraArgs = this.passThrough;

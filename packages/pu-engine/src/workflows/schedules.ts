@@ -49,7 +49,11 @@ export class Scheduler {
   private stopped = false;
   private readonly unsubscribe: (() => void)[];
 
-  constructor(private readonly state: EngineState) {
+  /** `paused`: the work queue is paused, and with it every launch the daemon makes on its own. */
+  constructor(
+    private readonly state: EngineState,
+    private readonly paused: () => boolean = () => false,
+  ) {
     this.unsubscribe = [
       state.events.on("definition_changed", ({ kind, name }) => {
         if (kind === "schedule") this.rearm(`schedule ${name} changed`);
@@ -141,6 +145,13 @@ export class Scheduler {
     if (mode === "fire") {
       const firedAt = new Date();
       try {
+        if (this.paused()) {
+          // Held, not fired: the occurrence passes (no burst on resume) and the log says why.
+          this.state.log.event("schedule_held_paused", { projectRoot: root, name, due: stored.toISOString() });
+          const next = nextRun(spec, latest(new Date(), stored.toISOString()));
+          await writeScheduleTimes(file, { nextRun: next });
+          return next;
+        }
         await fireSchedule(this.state, root, schedule);
         this.state.log.event("schedule_fired", { projectRoot: root, name, due: stored.toISOString() });
       } catch (err) {

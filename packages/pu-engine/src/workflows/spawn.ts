@@ -43,6 +43,7 @@ export async function spawnAgent(state: EngineState, root: string, asked: SpawnF
     ...(fields.command !== undefined ? { command: fields.command } : {}),
     ...(fields.extraArgs !== undefined ? { extraArgs: fields.extraArgs } : {}),
     ...(fields.planMode ? { planMode: true } : {}),
+    ...(fields.yolo ? { unattended: true } : {}),
     ...(fields.env !== undefined ? { env: fields.env } : {}),
     placement,
     // For a new worktree the name is the worktree's (see placementOf).

@@ -17,6 +17,8 @@ export const SpawnRequest = req("spawn", {
   template: Name.optional(),
   vars: Vars.optional(),
   planMode: z.boolean().optional(),
+  /** Launch mode "yolo": the agent type's unattended flags (e.g. Claude's skip-permissions). */
+  yolo: z.boolean().optional(),
   trigger: Name.optional(),
   noTrigger: z.boolean().optional(),
   extraArgs: z.array(z.string().max(65536)).max(256).optional(),

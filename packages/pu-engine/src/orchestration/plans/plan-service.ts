@@ -356,11 +356,14 @@ class PlanDriver {
 
   private async execute(): Promise<"done" | "stuck"> {
     const inFlight = new Map<string, Promise<void>>();
+    const slots = this.service.slots;
     // Tasks a dead daemon left in progress: a new worker in the task's worktree, re-prompted.
     for (const task of (await readPlan(this.layout)).tasks) {
-      if (task.status === "in_progress" && task.id !== VERIFY_TASK_ID && !this.workers.has(task.id)) inFlight.set(task.id, this.runWorker(task));
+      if (task.status === "in_progress" && task.id !== VERIFY_TASK_ID && !this.workers.has(task.id)) {
+        const release = slots.take(this.root);
+        inFlight.set(task.id, this.runWorker(task).finally(release));
+      }
     }
-    const slots = this.service.slots;
     for (;;) {
       this.check();
       const { session, tasks } = await readPlan(this.layout);
@@ -371,15 +374,17 @@ class PlanDriver {
         await this.finish("FAILED", `tasks failed: ${status.failed.join(", ")}${why.length ? `; ${why.join("; ")}` : ""}`);
         return "stuck";
       }
-      const free = slots.paused() ? 0 : slots.free(this.root);
+      const free = slots.paused() ? 0 : await slots.free(this.root);
       const picks = pickTasksToStart(tasks, { maxWorkers: session.options.max_workers, freeSlots: free }).filter((t) => !inFlight.has(t.id));
       for (const task of picks) {
+        // The worker counts against the queue's caps from now until its task settles.
+        const release = slots.take(this.root);
         await this.update((files) => {
           const t = files.tasks.find((x) => x.id === task.id);
           if (t) t.status = "in_progress";
           files.session.evidence_log.push(logEntry("task_started", { task_id: task.id, status: "in_progress", summary: `worker started on ${task.id}` }));
         });
-        inFlight.set(task.id, this.runWorker(task));
+        inFlight.set(task.id, this.runWorker(task).finally(release));
       }
       if (inFlight.size === 0) {
         // Nothing running and nothing could start (paused, no slot): wait for a change.

@@ -1,0 +1,34 @@
+import { Command } from "../../clipanion.js";
+import { withDaemon } from "../../daemon-client.js";
+import { columnLines } from "../../definition-commands.js";
+import { PuCommand } from "../../pu-command.js";
+
+export default class QueueShowCommand extends PuCommand {
+  static override paths = [["queue", "show"]];
+  static override usage = Command.Usage({
+    description: "Show the work queue: paused or not, slots, running tickets with step and agent, waiting tickets in order",
+    details: "Covers every project the daemon knows. Caps: `queue.maxParallel` in $PU_HOME/config.yaml, `queue.maxPerProject` in .pu/config.yaml.",
+    examples: [
+      ["Show the queue", "$0 queue"],
+      ["As JSON", "$0 queue --json"],
+    ],
+  });
+
+  async run(): Promise<number> {
+    const projectRoot = this.project !== undefined || process.env.PU_PROJECT_ROOT ? this.projectRoot() : undefined;
+    const result = await withDaemon((client) => client.request("queue_status", projectRoot ? { projectRoot } : {}));
+    return this.report.result(result, (out) => {
+      if (result.stateError) out.line(`state.json unreadable, the queue is stopped: ${result.stateError}`);
+      out.line(`queue ${result.paused ? "PAUSED (pu queue resume)" : "running"}; slots ${result.slotsUsed} used, ${result.slotsFree} free of ${result.maxParallel}`);
+      if (result.running.length > 0) {
+        out.line();
+        const rows = result.running.map((a) => [a.ticket_id, a.current_step ?? "-", a.status, a.session_name ?? "-", a.llm_tool ?? "-", a.review_state ?? a.last_message ?? ""]);
+        for (const line of columnLines(["TICKET", "STEP", "STATUS", "AGENT", "TOOL", "NOTE"], rows)) out.line(line);
+      }
+      out.line();
+      if (result.waiting.length === 0) out.line("no tickets waiting");
+      else for (const line of columnLines(["WAITING", "PRIORITY", "CREATED", "TITLE"], result.waiting.map((t) => [t.id, t.priority, t.created_at, t.title]))) out.line(line);
+      for (const p of result.problems) out.line(`problem: ${p.message}`);
+    });
+  }
+}

@@ -1,0 +1,20 @@
+// review_list, review_approve, review_reject: a person's decision on a ticket waiting for one.
+import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
+import type { EngineServices } from "../services.js";
+
+export async function handleReviewList(services: EngineServices, req: RequestOf<"review_list">): Promise<ResultOf<"review_list">> {
+  const root = req.projectRoot !== undefined ? await services.state.project(req.projectRoot) : undefined;
+  return { reviews: services.queue.reviews(root) };
+}
+
+export async function handleReviewApprove(services: EngineServices, req: RequestOf<"review_approve">): Promise<ResultOf<"review_approve">> {
+  const root = await services.state.project(req.projectRoot);
+  const step = await services.queue.decide(root, req.ticketId, { kind: "approve", ...(req.note !== undefined ? { note: req.note } : {}) });
+  return { ticketId: req.ticketId, step };
+}
+
+export async function handleReviewReject(services: EngineServices, req: RequestOf<"review_reject">): Promise<ResultOf<"review_reject">> {
+  const root = await services.state.project(req.projectRoot);
+  const current = await services.queue.decide(root, req.ticketId, { kind: "reject", reason: req.reason, ...(req.step !== undefined ? { step: req.step } : {}) });
+  return { ticketId: req.ticketId, step: req.step ?? current ?? "" };
+}

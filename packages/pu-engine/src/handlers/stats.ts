@@ -1,0 +1,30 @@
+// stats, stats_prefer: usage per project, tool and model (state.json's project_llm_stats).
+import type { RequestOf, ResultOf, StatsRow } from "@pu/ipc/protocol";
+import type { EngineServices } from "../services.js";
+
+export async function handleStats(services: EngineServices, req: RequestOf<"stats">): Promise<ResultOf<"stats">> {
+  const root = await services.state.project(req.projectRoot);
+  const stats = services.queue.store.state.project_llm_stats?.[root] ?? null;
+  const rows: StatsRow[] = [];
+  for (const tool of Object.values(stats?.tool_usage ?? {})) {
+    for (const model of Object.values(tool.model_usage ?? {})) {
+      rows.push({
+        tool: tool.tool,
+        model: model.model,
+        runs: model.ticket_count ?? 0,
+        successes: model.success_count ?? 0,
+        failures: model.failure_count ?? 0,
+        totalSeconds: model.total_time_secs ?? 0,
+        lastUsed: tool.last_used,
+      });
+    }
+  }
+  rows.sort((a, b) => a.tool.localeCompare(b.tool) || a.model.localeCompare(b.model));
+  return { project: root, stats, rows };
+}
+
+export async function handleStatsPrefer(services: EngineServices, req: RequestOf<"stats_prefer">): Promise<ResultOf<"stats_prefer">> {
+  const root = await services.state.project(req.projectRoot);
+  await services.queue.prefer(root, req.tool, req.model ?? null);
+  return { project: root, preferredTool: req.tool, preferredModel: req.model ?? null };
+}

@@ -1,0 +1,44 @@
+// ticket_create, ticket_list, ticket_show, ticket_cancel: tickets are files; the queue service owns their work.
+import { PuError } from "@pu/core/errors";
+import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
+import type { EngineServices } from "../services.js";
+import { createTicket, findTicket, scanTickets } from "../orchestration/queue/tickets.js";
+
+export async function handleTicketCreate(services: EngineServices, req: RequestOf<"ticket_create">): Promise<ResultOf<"ticket_create">> {
+  const root = await services.state.project(req.projectRoot);
+  if (!/^[A-Z][A-Z0-9]{0,15}$/.test(req.ticketType)) {
+    throw new PuError("INVALID_ARGUMENT", `ticket type "${req.ticketType}" must be upper-case letters or digits, starting with a letter (FEAT, FIX, TASK, SPIKE…)`);
+  }
+  const ticket = await createTicket(root, {
+    type: req.ticketType,
+    title: req.title,
+    priority: req.priority ?? "P2",
+    description: req.description ?? "",
+    ...(req.agent !== undefined ? { agent: req.agent } : {}),
+    ...(req.model !== undefined ? { model: req.model } : {}),
+  });
+  await services.queue.watchProject(root);
+  const outputOf = req.callerAgentId !== undefined ? await services.queue.recordOutputTicket(req.callerAgentId, ticket.id) : undefined;
+  services.queue.kick("ticket created");
+  return { ticket, ...(outputOf !== undefined ? { outputOf } : {}) };
+}
+
+export async function handleTicketList(services: EngineServices, req: RequestOf<"ticket_list">): Promise<ResultOf<"ticket_list">> {
+  const root = await services.state.project(req.projectRoot);
+  return scanTickets(root, req.state !== undefined ? [req.state] : undefined);
+}
+
+export async function handleTicketShow(services: EngineServices, req: RequestOf<"ticket_show">): Promise<ResultOf<"ticket_show">> {
+  const root = await services.state.project(req.projectRoot);
+  const ticket = await findTicket(root, req.ticketId);
+  const { state } = services.queue.store;
+  const agent = state.agents.find((a) => a.project === root && a.ticket_id === ticket.id);
+  const completed = [...state.completed].reverse().find((c) => c.project === root && c.ticket_id === ticket.id);
+  return { ticket, ...(agent ? { agent } : {}), ...(completed ? { completed } : {}) };
+}
+
+export async function handleTicketCancel(services: EngineServices, req: RequestOf<"ticket_cancel">): Promise<ResultOf<"ticket_cancel">> {
+  const root = await services.state.project(req.projectRoot);
+  const result = await services.queue.cancel(root, req.ticketId);
+  return { ticketId: req.ticketId, ...result };
+}
