@@ -75,6 +75,9 @@ describe("plan sessions", { timeout: 240_000 }, () => {
       return plan.phase === "PLANNING" && plan.tasks.length > 0 ? plan : undefined;
     }, 60_000);
     expect(planned.approvedAt).toBeNull();
+    // What a person reads before approving: the design, then the graph.
+    const shown = await sb.ok(["plan", "show", id]);
+    expect(shown).toMatch(/# Design[\s\S]*open\s+d: make d\.txt ← b, c/);
     expect(planned.tasks.map((t) => t.id)).toEqual(["a", "b", "c", "d", "verify"]);
     const context = JSON.parse(readFileSync(path.join(started.dir, "context.json"), "utf8")) as { exploration_complete: boolean; expected_explorers: string[] };
     expect(context).toMatchObject({ exploration_complete: true, expected_explorers: ["overview", "exp-1"] });

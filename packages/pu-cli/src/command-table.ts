@@ -56,6 +56,7 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   "plan start": () => import("./commands/plan/start.js"),
   "plan list": () => import("./commands/plan/list.js"),
   "plan status": () => import("./commands/plan/status.js"),
+  "plan show": () => import("./commands/plan/show.js"),
   "plan approve": () => import("./commands/plan/approve.js"),
   "plan run": () => import("./commands/plan/run.js"),
   "plan cancel": () => import("./commands/plan/cancel.js"),

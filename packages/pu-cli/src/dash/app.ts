@@ -38,6 +38,9 @@ class Dashboard {
   filter = "";
   mode: Mode = { kind: "list" };
   screen: string[] = [];
+  /** What the right pane shows: the selected agent's screen, the work queue, or plan sessions. */
+  tab: "screen" | "queue" | "plans" = "screen";
+  tabLines: string[] = [];
   screenFor: { agentId: string; hash: string | undefined } | undefined;
   message = "";
   connected = false;
@@ -146,6 +149,7 @@ class Dashboard {
     const waiting = newlyWaiting(before, this.rows);
     if (waiting.length > 0) this.announce(waiting);
     void this.refreshScreen();
+    void this.refreshTab();
     this.draw();
   }
 
@@ -180,6 +184,45 @@ class Dashboard {
     } catch (error) {
       this.screen = [`(no screen: ${(error as Error).message})`];
     }
+    this.draw();
+  }
+
+  /** The queue or plans tab, read from the daemon (on switching to it and on each status change). */
+  async refreshTab(): Promise<void> {
+    const client = this.client;
+    if (!client || this.tab === "screen") return;
+    const roots = [...this.reports.keys()];
+    const lines: string[] = [];
+    try {
+      if (this.tab === "queue") {
+        const q = await client.request("queue_status", roots.length === 1 ? { projectRoot: roots[0]! } : {});
+        lines.push(`queue ${q.paused ? "PAUSED" : "running"}: ${q.slotsUsed}/${q.maxParallel} slots used`);
+        for (const a of q.running) lines.push(`  ${a.ticket_id}  ${a.status}  step ${a.current_step ?? "-"}  ${a.session_name ?? ""}${a.review_state ? `  review: ${a.review_state}` : ""}`);
+        if (q.waiting.length > 0) lines.push("waiting:");
+        for (const t of q.waiting) lines.push(`  ${t.id}  ${t.priority}  ${t.title}`);
+        if (q.running.length === 0 && q.waiting.length === 0) lines.push("no tickets (pu ticket create TITLE --type FEAT)");
+      } else {
+        for (const root of roots) {
+          const { plans } = await client.request("plan_list", { projectRoot: root });
+          for (const plan of plans) {
+            const done = plan.tasks.filter((t) => t.status === "resolved").length;
+            lines.push(`${plan.sessionId}  ${plan.phase}  ${done}/${plan.tasks.length} tasks  ${plan.goal.split("\n")[0] ?? ""}`);
+            for (const t of plan.tasks) lines.push(`  ${t.status.padEnd(11)} ${t.id}${t.worker ? ` [${t.worker}]` : ""}`);
+          }
+        }
+        if (lines.length === 0) lines.push("no plan sessions (pu plan start GOAL)");
+      }
+    } catch (error) {
+      lines.push(`(${(error as Error).message})`);
+    }
+    this.tabLines = lines;
+    this.draw();
+  }
+
+  nextTab(): void {
+    this.tab = this.tab === "screen" ? "queue" : this.tab === "queue" ? "plans" : "screen";
+    this.tabLines = [];
+    void this.refreshTab();
     this.draw();
   }
 
@@ -257,7 +300,7 @@ class Dashboard {
 }
 
 const STATUS_COLOR: Record<string, string> = { streaming: "green", waiting: "yellow", broken: "red", benched: "gray" };
-const KEYS = "q quit  ? help  ↑↓/jk select  ⏎ attach  s send  K kill  d diff  m merge  c clean  b bench  p play  n new  / filter";
+const KEYS = "q quit  ? help  ↑↓/jk select  ⏎ attach  s send  K kill  d diff  m merge  c clean  b bench  p play  tab screen/queue/plans  n new  / filter";
 
 type InkKey = Parameters<Parameters<typeof useInput>[0]>[1];
 const NO_KEY = {} as InkKey;
@@ -270,6 +313,7 @@ function listKey(dash: Dashboard, input: string, key: InkKey): void {
   if (input === "q" || (key.ctrl && input === "c")) return dash.quit(0);
   if (key.upArrow || input === "k") return dash.move(-1);
   if (key.downArrow || input === "j") return dash.move(1);
+  if (key.tab || input === "t") return dash.nextTab();
   if (input === "?") dash.mode = { kind: "help" };
   else if (input === "/") dash.mode = { kind: "filter", text: dash.filter };
   else if (row && key.return) return dash.attach(row);
@@ -361,6 +405,8 @@ function DashView({ dash }: { dash: Dashboard }): React.ReactElement {
     right = [h(Text, { key: "t", bold: true }, mode.title), ...mode.lines.slice(mode.top, mode.top + bodyHeight - 1).map((l, i) => h(Text, { key: i, color: l.startsWith("+") ? "green" : l.startsWith("-") ? "red" : undefined }, fit(l, screenWidth) || " "))];
   } else if (mode.kind === "help") {
     right = KEYS.split("  ").map((k, i) => h(Text, { key: i }, fit(k, screenWidth)));
+  } else if (dash.tab !== "screen") {
+    right = [h(Text, { key: "t", bold: true }, fit(dash.tab === "queue" ? "work queue (tab: plans)" : "plan sessions (tab: screen)", screenWidth)), ...dash.tabLines.slice(0, bodyHeight - 1).map((l, i) => h(Text, { key: i }, fit(l, screenWidth) || " "))];
   } else {
     const current = dash.current();
     const lines = [...dash.screen];
