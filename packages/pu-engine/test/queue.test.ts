@@ -246,7 +246,10 @@ describe("work queue", () => {
     expect(stuck.lastMessage).toMatch(/^needs a decision: step check: The check `echo never passes; exit 3` exited 3/);
     expect(stuck.lastMessage).toContain("after 2 attempts");
     await client.request("review_approve", { projectRoot: root, ticketId: "TASK-0001", note: "ship it anyway" });
-    const hung = await waitReview(client, root, "TASK-0001", "the hung notice");
+    // The approval lands asynchronously: wait for the review the hung notice opens, not the old one.
+    const hung = await waitFor("TASK-0001 to wait for the hung notice", async () =>
+      (await client.request("review_list", { projectRoot: root })).reviews.find((r) => r.ticketId === "TASK-0001" && !r.lastMessage?.startsWith("needs a decision: step check")),
+    );
     expect(hung.lastMessage).toContain("has not changed for 0.02 min");
     await waitDone(client, root, "TASK-0001");
     trackAgents(root);

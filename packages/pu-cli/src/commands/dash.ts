@@ -33,7 +33,7 @@ export default class DashCommand extends PuCommand {
     try {
       for (;;) {
         const options = { ...(projectRoots ? { projectRoots } : {}), bell: this.bell, ...(select ? { select } : {}) };
-        const code = await runChild(process.execPath, [main, JSON.stringify(options), handOffFile]);
+        const code = await runChild(process.execPath, [main, JSON.stringify(options), handOffFile], interactiveEnv());
         if (!existsSync(handOffFile)) return code;
         const handOff = JSON.parse(readFileSync(handOffFile, "utf8")) as { attach: string };
         rmSync(handOffFile);
@@ -48,10 +48,18 @@ export default class DashCommand extends PuCommand {
   }
 }
 
+/**
+ * The dashboard's environment without the variables that say "CI": Ink draws only its last
+ * frame there. The dashboard needs a terminal anyway (checked above), so it is never a CI log.
+ */
+function interactiveEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(process.env).filter(([key]) => key !== "CI" && key !== "CONTINUOUS_INTEGRATION" && !key.startsWith("CI_")));
+}
+
 /** Runs a program on this terminal and resolves with its exit code; Ctrl-C is the child's to handle. */
-function runChild(file: string, args: string[]): Promise<number> {
+function runChild(file: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return new Promise<number>((resolve, reject) => {
-    const child = spawn(file, args, { stdio: "inherit" });
+    const child = spawn(file, args, { stdio: "inherit", env });
     const ignore = () => undefined;
     process.on("SIGINT", ignore);
     process.on("SIGQUIT", ignore);
