@@ -14,7 +14,8 @@ import * as pty from "node-pty";
 import { ActivityTracker } from "@pu/core/activity";
 import { PuError } from "@pu/core/errors";
 import { OutputRing, DEFAULT_RING_BYTES } from "./output-ring.js";
-import { findExecutable, killProcessGroup, killProcessTree, waitForGroupGone } from "./process-info.js";
+import { findExecutable } from "@pu/core/executables";
+import { killProcessGroup, killProcessTree, waitForGroupGone } from "./process-info.js";
 
 const CARRIAGE_RETURN = 0x0d;
 import { ScreenModel } from "./screen/screen-model.js";

@@ -3,8 +3,7 @@
  * groups. Agents run as session + process-group leaders (node-pty calls
  * setsid), so an agent's pid is also its pgid and sid.
  */
-import { accessSync, constants as fsConstants, readFileSync, readdirSync, statSync } from "node:fs";
-import { delimiter, resolve } from "node:path";
+import { readFileSync, readdirSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 
 interface ProcStat {
@@ -173,23 +172,4 @@ export async function terminateProcess(pid: number, { graceMs = 5000 }: { graceM
 
 function errnoOf(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | null)?.code;
-}
-
-/**
- * Where `file` would be executed from: itself when it names a path (relative to `cwd`),
- * else the first executable regular file of that name on `envPath`. Undefined when none.
- */
-export function findExecutable(file: string, cwd: string, envPath: string | undefined): string | undefined {
-  const candidates = file.includes("/")
-    ? [resolve(cwd, file)]
-    : (envPath ?? "").split(delimiter).filter(Boolean).map((dir) => resolve(cwd, dir, file));
-  for (const candidate of candidates) {
-    try {
-      accessSync(candidate, fsConstants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // next candidate
-    }
-  }
-  return undefined;
 }

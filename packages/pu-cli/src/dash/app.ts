@@ -2,7 +2,8 @@
 // selected agent's rendered screen from the daemon's screen model; bottom: the keys. Data comes
 // from `subscribe_status` streams (one per project) and, for the selected agent, a `logs
 // --screen` request whenever its content hash changes: no polling.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
+import { findExecutable } from "@pu/core/executables";
 import type { Client } from "@pu/ipc/client";
 import type { StatusReport } from "@pu/ipc/protocol";
 import React from "react";
@@ -157,11 +158,15 @@ class Dashboard {
   private announce(rows: DashRow[]): void {
     if (!this.options.bell) return;
     process.stdout.write("\x07");
-    const notifier = spawnSync("sh", ["-c", "command -v notify-send"], { encoding: "utf8" }).stdout.trim();
+    this.notifier ??= findExecutable("notify-send", process.cwd(), process.env.PATH) ?? "";
+    const notifier = this.notifier;
     if (notifier) {
       for (const r of rows) spawn(notifier, ["pu", `${r.name} (${r.agentId}) is waiting`], { stdio: "ignore", detached: true }).unref();
     }
   }
+
+  /** `notify-send`'s path, looked up once ("" when there is none). */
+  private notifier: string | undefined;
 
   current(): DashRow | undefined {
     return this.rows[this.selected];
