@@ -544,7 +544,8 @@ export class QueueService {
         else armHung();
       }, Math.min(hungMs, 2 ** 31 - 1));
     };
-    const offOutput = live.session.onOutput(() => {
+    // The rendered screen, not raw output: a TUI redrawing the same frame is as stuck as a silent one.
+    const offOutput = live.session.screen.onChange(() => {
       lastOutput = Date.now();
     });
     armHung();
