@@ -34,7 +34,14 @@ export async function diffWorktree(options: DiffWorktreeOptions): Promise<Worktr
   try {
     const indexFile = path.join(tempDir, "index");
     const realIndex = path.resolve(worktreePath, (await gitOrFail(worktreePath, ["rev-parse", "--git-path", "index"], "cannot locate the worktree index")).trim());
-    if (existsSync(realIndex)) await fs.copyFile(realIndex, indexFile);
+    if (existsSync(realIndex)) {
+      await fs.copyFile(realIndex, indexFile);
+      // The copy keeps the index's own time: git takes an entry whose file changed in the same
+      // second the index was written ("racily clean") as possibly changed only by comparing that
+      // time; a fresh copy's later time made a same-size edit in that second look unchanged.
+      const { atime, mtime } = await fs.stat(realIndex);
+      await fs.utimes(indexFile, atime, mtime);
+    }
     const env = { GIT_INDEX_FILE: indexFile };
     // Entries ending in "/" are nested repositories, which have no lines to count.
     const untracked = splitNul(await diffGit(worktreePath, ["ls-files", "--others", "--exclude-standard", "-z"], env))
