@@ -4,6 +4,7 @@
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { TriggerGateSchema } from "./definitions.js";
+import { AGGREGATE_MODES, JOIN_MODES, planGroupMembers } from "./group.js";
 import { PuError } from "./errors.js";
 
 export const REVIEW_KINDS = ["plan", "visual", "pr"] as const;
@@ -25,6 +26,15 @@ export const WorkflowStepSchema = z.object({
   type: z.enum(GROUP_STEP_TYPES).optional(),
   /** A group step whose members may share the ticket's worktree. */
   read_only: z.boolean().optional(),
+  /** A group step's delegators (`claude`, `codex:gpt-5`); default: the step's agent. */
+  agents: z.array(z.string().min(1)).min(1).optional(),
+  /** A multi_prompt or matrixed step's prompt variants (templates, after the shared `prompt`). */
+  prompts: z.array(z.string().min(1)).min(1).optional(),
+  aggregate: z.enum(AGGREGATE_MODES).optional(),
+  join: z.enum(JOIN_MODES).optional(),
+  quorum: z.number().int().min(1).optional(),
+  /** The judge's agent type (aggregate: judge); default: the project's default agent. */
+  judge: z.string().min(1).optional(),
 });
 export type WorkflowStep = z.infer<typeof WorkflowStepSchema>;
 
@@ -60,7 +70,26 @@ export function parseWorkflow(text: string, path: string): ParsedWorkflow {
   const names = parsed.data.steps.map((s) => s.name);
   const duplicate = names.find((n, i) => names.indexOf(n) !== i);
   if (duplicate) throw new PuError("CONFIG_ERROR", `${path}: steps: step name "${duplicate}" is used twice`);
+  parsed.data.steps.forEach((step, i) => checkGroupStep(step, `${path}: steps[${i}]`));
   return { workflow: parsed.data, warnings: unknownKeys(raw, path) };
+}
+
+const GROUP_ONLY_KEYS = ["agents", "prompts", "aggregate", "join", "quorum", "judge", "read_only"] as const;
+
+/** A group step must describe a group pu can run; the group keys mean nothing on other steps. */
+function checkGroupStep(step: WorkflowStep, where: string): void {
+  if (step.type === undefined) {
+    const stray = GROUP_ONLY_KEYS.find((k) => step[k] !== undefined);
+    if (stray) throw new PuError("CONFIG_ERROR", `${where}: ${stray} needs a group step (type: multi_model, multi_prompt or matrixed)`);
+    return;
+  }
+  if (step.aggregate === "gate" && step.gate === undefined) throw new PuError("CONFIG_ERROR", `${where}: aggregate: gate needs a gate to run in every member's worktree`);
+  if (step.review !== undefined || step.artifact !== undefined) throw new PuError("CONFIG_ERROR", `${where}: a group step has no ${step.review !== undefined ? "review" : "artifact"}; put it on the next step`);
+  try {
+    planGroupMembers({ kind: step.type, delegators: step.agents ?? [step.agent ?? "default"], sharedPrompt: step.prompt, prompts: step.prompts ?? [] });
+  } catch (err) {
+    throw new PuError("CONFIG_ERROR", `${where}: ${(err as Error).message}`);
+  }
 }
 
 function unknownKeys(raw: unknown, path: string): string[] {

@@ -8,6 +8,7 @@ import { createHandlers } from "./handlers.js";
 import { stopAgents } from "./agents/stop.js";
 import { isAlive } from "./process-info.js";
 import { ProjectRegistry } from "./projects.js";
+import { GroupService } from "./orchestration/groups/group-service.js";
 import { PlanService } from "./orchestration/plans/plan-service.js";
 import { recoverProjects } from "./recovery.js";
 import { EngineState } from "./state.js";
@@ -106,6 +107,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
   let scheduler: Scheduler | undefined;
   let plans: PlanService | undefined;
   let queue: QueueService | undefined;
+  let groups: GroupService | undefined;
   try {
     log = openDaemonLog(logPath(home));
     log.event("start", { home, daemonVersion: DAEMON_VERSION, protocolVersion: PROTOCOL_VERSION, node: process.version });
@@ -125,12 +127,16 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Plan workers take the queue's slots and wait while it is paused.
     plans = new PlanService(state, workQueue.launchSlots());
     const planService = plans;
+    // Group members wait in the queue's line for slots; the queue's group steps run through it.
+    groups = new GroupService(state, workQueue.store, workQueue.launchSlots(), (agentId) => workQueue.countAsSuccess(agentId));
+    const groupService = groups;
+    workQueue.useGroups(groupService);
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, statusWatch, queue: workQueue, plans: planService }),
+      handlers: createHandlers({ state, statusWatch, queue: workQueue, plans: planService, groups: groupService }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();
@@ -138,6 +144,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Only a first look: runs that fell due while no daemon ran are counted as missed, not fired.
     scheduler = new Scheduler(state, () => workQueue.paused);
     await scheduler.start();
+    // Unfinished groups go on: pending launches line up again, interrupted members restart in their worktrees.
+    groups.start();
     // In-progress tickets continue (agents resumed or re-prompted), then queued ones dispatch.
     await workQueue.start();
     // Unfinished plan sessions go on from their phase (a killed daemon's workers are re-prompted).
@@ -145,6 +153,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
   } catch (err) {
     log?.event("start_failed", { error: err });
     queue?.stop();
+    groups?.stop();
     scheduler?.stop();
     triggers?.stop();
     await server?.close().catch(() => undefined);
@@ -175,6 +184,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
         state.stopping = true;
         // First: the agents stopped below must not read as tickets failing.
         activeQueue.stop();
+        groups?.stop();
         scheduler?.stop();
         triggers?.stop();
         plans?.dispose();

@@ -64,6 +64,17 @@ export interface EngineEventMap {
   ticket_changed: TicketChange;
   /** The queue was paused or resumed. */
   queue_paused: { paused: boolean };
+  /** A multi-agent group changed (state.json is written by then). */
+  group_changed: GroupChange;
+}
+
+interface GroupChange {
+  projectRoot: string;
+  groupId: string;
+  phase: string;
+  kind: "created" | "member_launched" | "member_finished" | "phase";
+  variant?: string;
+  agentId?: string;
 }
 
 interface TicketChange {

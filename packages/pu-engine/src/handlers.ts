@@ -38,6 +38,7 @@ import { handleTriggerLog } from "./handlers/trigger-log.js";
 import { handleTrust } from "./handlers/trust.js";
 import { handleTypeText } from "./handlers/type-text.js";
 import { handleQueueCollection, handleQueuePause, handleQueueStatus } from "./handlers/queue.js";
+import { handleGroupCancel, handleGroupDiff, handleGroupList, handleGroupPick, handleGroupRun, handleGroupStatus } from "./handlers/groups.js";
 import { handleReviewApprove, handleReviewList, handleReviewReject } from "./handlers/reviews.js";
 import { handleStats, handleStatsPrefer } from "./handlers/stats.js";
 import { handleTicketCancel, handleTicketCreate, handleTicketList, handleTicketShow } from "./handlers/tickets.js";
@@ -97,6 +98,12 @@ export function createHandlers(services: EngineServices): Handlers {
     review_reject: (req) => handleReviewReject(services, req),
     stats: (req) => handleStats(services, req),
     stats_prefer: (req) => handleStatsPrefer(services, req),
+    group_run: (req) => handleGroupRun(services, req),
+    group_list: (req) => handleGroupList(services, req),
+    group_status: (req) => handleGroupStatus(services, req),
+    group_cancel: (req) => handleGroupCancel(services, req),
+    group_diff: (req) => handleGroupDiff(services, req),
+    group_pick: (req) => handleGroupPick(services, req),
   });
 }
 

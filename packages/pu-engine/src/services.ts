@@ -2,6 +2,7 @@
  * What the request handlers are given: the engine's data (EngineState) and the services
  * daemon.ts builds on it. A handler reaches a service only through here.
  */
+import type { GroupService } from "./orchestration/groups/group-service.js";
 import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";
 import type { QueueService } from "./orchestration/queue/queue-service.js";
@@ -11,5 +12,6 @@ export interface EngineServices {
   state: EngineState;
   statusWatch: StatusWatch;
   plans: PlanService;
+  groups: GroupService;
   queue: QueueService;
 }

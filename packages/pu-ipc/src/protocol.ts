@@ -7,6 +7,7 @@ import type { AgentStatus, Manifest } from "@pu/core/manifest";
 import * as agents from "./requests/agents.js";
 import * as daemon from "./requests/daemon.js";
 import * as definitions from "./requests/definitions.js";
+import * as groups from "./requests/groups.js";
 import * as plans from "./requests/plans.js";
 import * as queue from "./requests/queue.js";
 import * as worktrees from "./requests/worktrees.js";
@@ -16,6 +17,7 @@ export type { DefinitionKind } from "./fields.js";
 export type * from "./requests/agents.js";
 export type * from "./requests/daemon.js";
 export type * from "./requests/definitions.js";
+export type * from "./requests/groups.js";
 export type * from "./requests/plans.js";
 export type * from "./requests/queue.js";
 export type * from "./requests/worktrees.js";
@@ -55,6 +57,12 @@ export const RequestSchemas = {
   trigger_log: definitions.TriggerLogRequest,
   schedule_enable: definitions.ScheduleEnableRequest,
   gate: definitions.GateRequest,
+  group_run: groups.GroupRunRequest,
+  group_list: groups.GroupListRequest,
+  group_status: groups.GroupStatusRequest,
+  group_cancel: groups.GroupCancelRequest,
+  group_diff: groups.GroupDiffRequest,
+  group_pick: groups.GroupPickRequest,
   plan_start: plans.PlanStartRequest,
   plan_list: plans.PlanListRequest,
   plan_status: plans.PlanStatusRequest,
@@ -93,6 +101,7 @@ export type ResultMap = daemon.DaemonResults &
   worktrees.WorktreesResults &
   definitions.DefinitionsResults &
   plans.PlansResults &
+  groups.GroupsResults &
   queue.QueueResults;
 export type ResultOf<T extends RequestType> = ResultMap[T];
 

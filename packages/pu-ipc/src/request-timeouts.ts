@@ -22,4 +22,9 @@ export const REQUEST_TIMEOUTS_MS: Partial<Record<RequestType, number>> = {
   plan_cancel: 120_000,
   plan_check: 0,
   ticket_cancel: 120_000,
+  // Starting a group checks its agent types; cancel stops every member; pick merges and cleans.
+  group_run: 60_000,
+  group_cancel: 120_000,
+  group_diff: 120_000,
+  group_pick: 300_000,
 };

@@ -1,102 +1,13 @@
-import { loadConfig } from "@pu/core/config";
-import { PuError } from "@pu/core/errors";
-import { isAlive } from "@pu/core/status";
-import { worktreesDir } from "@pu/core/paths";
 import type { CleanResult, RequestOf } from "@pu/ipc/protocol";
-import type { LiveAgent } from "../agents/live-agent.js";
-import { dropSession } from "../agents/registry.js";
-import { stopAgents } from "../agents/stop.js";
-import { describeWorkAtRisk, removeWorktree, workAtRisk, type WorkAtRisk } from "../git/worktree.js";
-import { nowIso, worktreeIn, type EngineState } from "../state.js";
+import { cleanWorktrees } from "../git/clean-worktrees.js";
+import type { EngineState } from "../state.js";
 
-const NOTHING_AT_RISK: WorkAtRisk = { uncommittedFiles: [], unmergedCommits: 0 };
-
-function isAtRisk(risk: WorkAtRisk): boolean {
-  return risk.uncommittedFiles.length > 0 || risk.unmergedCommits > 0;
-}
-
-/**
- * Stops a worktree's agents, removes its directory and branch, and marks it cleaned.
- * Uncommitted files or commits the base lacks are never thrown away without `force`: one
- * worktree is refused, `all` keeps such worktrees and lists them; with `force` the reply
- * says what was discarded.
- */
 export async function handleClean(state: EngineState, req: RequestOf<"clean">): Promise<CleanResult> {
   const root = await state.project(req.projectRoot);
-  const m = await state.store.read(root);
-  if (!req.all && !req.worktreeId) throw new PuError("INVALID_ARGUMENT", "clean needs a worktree id or --all");
-  const targets = req.all ? Object.values(m.worktrees).filter((w) => w.status !== "cleaned") : [worktreeIn(m, req.worktreeId ?? "")];
-  if (req.callerAgentId) {
-    const host = targets.find((w) => Object.hasOwn(w.agents, req.callerAgentId ?? ""));
-    if (host) throw new PuError("INVALID_ARGUMENT", `refusing to clean ${host.id}: it hosts the calling agent ${req.callerAgentId}`);
-  }
-
-  const force = req.force === true;
-  const ignoreUntracked = (await loadConfig(root)).envFiles;
-  const cleaned: CleanResult["cleaned"] = [];
-  const kept: CleanResult["kept"] = [];
-  // One at a time: git serializes worktree changes in one repository anyway.
-  for (const wt of targets) {
-    const notes: string[] = [];
-    if (wt.status === "cleaned") notes.push(`${wt.id} was already cleaned`);
-    const riskNow = () =>
-      wt.status === "cleaned"
-        ? Promise.resolve(NOTHING_AT_RISK)
-        : workAtRisk({ projectRoot: root, path: wt.path, branch: wt.branch, baseBranch: wt.baseBranch, ignoreUntracked });
-    const keep = (risk: WorkAtRisk, stoppedAgents: string[]) => {
-      const what = describeWorkAtRisk(risk);
-      const stoppedNote = stoppedAgents.length > 0 ? ` (its agents ${stoppedAgents.join(", ")} were stopped)` : "";
-      if (!req.all) {
-        throw new PuError(
-          "INVALID_STATE",
-          `refusing to clean ${wt.id} (${wt.name}): it has ${what}${stoppedNote}; merge or commit that work first, or pass --force to discard it`,
-        );
-      }
-      kept.push({ worktreeId: wt.id, name: wt.name, reason: what + stoppedNote, ...risk });
-    };
-    // Checked before stopping anything, so a refusal leaves the agents running...
-    const before = force ? NOTHING_AT_RISK : await riskNow();
-    if (isAtRisk(before)) {
-      keep(before, []);
-      continue;
-    }
-    const live = Object.keys(wt.agents)
-      .map((id) => state.sessions.get(id))
-      .filter((a): a is LiveAgent => a !== undefined);
-    const { stopped } = await stopAgents(live, "clean");
-    // ...and again once they are stopped: they may have written or committed in between.
-    const risk = await riskNow();
-    if (!force && isAtRisk(risk)) {
-      keep(risk, stopped.map((s) => s.agentId));
-      continue;
-    }
-    if (isAtRisk(risk)) notes.push(`discarded ${describeWorkAtRisk(risk)}`);
-    const removed = await removeWorktree({ projectRoot: root, worktreesDir: worktreesDir(root), path: wt.path, branch: wt.branch });
-    notes.push(...removed.notes);
-    await state.updateManifest(root, (fresh) => {
-      const entry = fresh.worktrees[wt.id];
-      if (!entry) return;
-      entry.status = "cleaned";
-      const stamp = nowIso();
-      for (const agent of Object.values(entry.agents)) {
-        if (isAlive(agent.status) || agent.suspended) {
-          agent.status = "broken";
-          agent.completedAt ??= stamp;
-          delete agent.suspended;
-          delete agent.suspendedAt;
-        }
-      }
-    });
-    for (const id of Object.keys(wt.agents)) dropSession(state, id);
-    cleaned.push({
-      worktreeId: wt.id,
-      killedAgents: stopped.map((s) => s.agentId),
-      removedPath: removed.removedPath,
-      deletedBranch: removed.deletedBranch,
-      notes,
-      ...(isAtRisk(risk) ? { discarded: risk } : {}),
-    });
-    state.log.event("clean", { projectRoot: root, worktreeId: wt.id, killedAgents: stopped.map((s) => s.agentId) });
-  }
-  return { cleaned, kept };
+  return cleanWorktrees(state, root, {
+    ...(req.worktreeId !== undefined ? { worktreeIds: [req.worktreeId] } : {}),
+    ...(req.all !== undefined ? { all: req.all } : {}),
+    ...(req.force !== undefined ? { force: req.force } : {}),
+    ...(req.callerAgentId !== undefined ? { callerAgentId: req.callerAgentId } : {}),
+  });
 }

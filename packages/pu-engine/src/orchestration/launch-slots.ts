@@ -1,7 +1,7 @@
 /**
  * What every launch the daemon makes on its own asks first: is automatic work paused, and is
  * there a free slot. The work queue owns the caps and `paused` (QueueService.launchSlots);
- * plan workers take slots from it like tickets, so one cap covers them all.
+ * plan workers and group members take slots from it like tickets, so one cap covers them all.
  */
 export interface LaunchSlots {
   /** Automatic launches wait while this is true; agents already running go on. */
@@ -12,4 +12,16 @@ export interface LaunchSlots {
   take(projectRoot: string): () => void;
   /** Calls `listener` when `paused` or the free slots may have changed. */
   onChange(listener: () => void): () => void;
+  /**
+   * Waits in line for a slot. Requests of one `owner` (a group) are served in order; owners and
+   * the ticket queue take turns, so a big group cannot starve tickets nor tickets a group.
+   */
+  request(projectRoot: string, owner: string): SlotRequest;
+}
+
+export interface SlotRequest {
+  /** Settles with the slot's release once the slot is granted (never while paused). */
+  granted: Promise<() => void>;
+  /** Leaves the line; a slot granted already is not released by this. */
+  cancel(): void;
 }

@@ -29,7 +29,8 @@ import { OVERVIEW_EXPLORER_ID, VERIFY_TASK_ID, explorationRelativePath, newPlanS
 import { applyVerdict, executionState, formatProposalErrors, pickTasksToStart, validateTaskProposals, withVerifyTask } from "@pu/core/task-graph";
 import type { LaunchedAgent } from "../../agents/launcher.js";
 import type { TurnResult } from "../../agents/turn.js";
-import { git, gitOrFail, uncommittedFiles } from "../../git/runner.js";
+import { git, gitOrFail } from "../../git/runner.js";
+import { commitAllChanges } from "../../git/commit.js";
 import { mergeWorktree, MergeConflictError } from "../../git/merge.js";
 import { runGate } from "../../workflows/gates.js";
 import type { EngineState } from "../../state.js";
@@ -474,10 +475,7 @@ class PlanDriver {
     // pu commits what the worker left, with the task's subject, then merges into the integration branch.
     const { tasks, session } = await readPlan(this.layout);
     const task = tasks.find((t) => t.id === worker.taskId);
-    if ((await uncommittedFiles(cwd, { includeUntracked: true })).length > 0) {
-      await gitOrFail(cwd, ["add", "-A"], "stage the worker's changes");
-      await gitOrFail(cwd, ["-c", "user.name=pu", "-c", "user.email=pu@localhost", "commit", "-q", "--no-verify", "-m", `${worker.taskId}: ${task?.subject ?? worker.taskId}`], "commit the worker's changes");
-    }
+    await commitAllChanges(cwd, `${worker.taskId}: ${task?.subject ?? worker.taskId}`);
     const branch = worker.launched.branch;
     if (!branch) return [];
     try {

@@ -7,12 +7,13 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { FSWatcher } from "node:fs";
-import { access, readFile } from "node:fs/promises";
+import { access, mkdir, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { loadConfig, parseConfig, type Config } from "@pu/core/config";
 import { DEFAULT_COLLECTION } from "@pu/core/default-workflows";
 import { PuError } from "@pu/core/errors";
+import { aggregatedText, isGroupFinished } from "@pu/core/group";
 import { findAgent } from "@pu/core/manifest";
 import type { AgentState, CompletedTicket } from "@pu/core/operator-state";
 import { manifestPath, puDir, worktreesDir } from "@pu/core/paths";
@@ -25,6 +26,7 @@ import type { LiveAgent } from "../../agents/live-agent.js";
 import { stopAgents } from "../../agents/stop.js";
 import { startTurn, type TurnResult } from "../../agents/turn.js";
 import { mergeWorktree } from "../../git/merge.js";
+import type { GroupService } from "../groups/group-service.js";
 import { nowIso, type EngineState } from "../../state.js";
 import { appendGateRun, runGate, toGateRun } from "../../workflows/gates.js";
 import type { LaunchSlots } from "../launch-slots.js";
@@ -64,6 +66,13 @@ interface TicketRun {
   finished?: boolean;
 }
 
+interface WaitingSlotRequest {
+  root: string;
+  owner: string;
+  since: number;
+  grant: (release: () => void) => void;
+}
+
 function runKey(root: string, ticketId: string): string {
   return `${root}\0${ticketId}`;
 }
@@ -92,12 +101,18 @@ export class QueueService {
   /** Unreadable ticket files already logged (file → message), so each is reported once. */
   private readonly reported = new Map<string, string>();
   private readonly unsubscribe: (() => void)[] = [];
+  private groups: GroupService | undefined;
   private dispatching = false;
   private dispatchAgain = false;
   private stopped = false;
 
   constructor(private readonly state: EngineState) {
     this.store = new OperatorStateStore(operatorStatePath(state.home));
+  }
+
+  /** Group steps run through the group service (built after the queue, on its slots). */
+  useGroups(groups: GroupService): void {
+    this.groups = groups;
   }
 
   get paused(): boolean {
@@ -197,9 +212,16 @@ export class QueueService {
     };
   }
 
-  /** Slots taken by other automatic launchers (plan workers), per project. */
+  /** Slots taken by other automatic launchers (plan workers, group members), per project. */
   private readonly borrowed = new Map<string, number>();
   private readonly slotListeners = new Set<() => void>();
+  /** Launches waiting in line for a slot (group members), served by dispatch passes. */
+  private readonly slotRequests: WaitingSlotRequest[] = [];
+  /** When each stream (the ticket queue, each owner of requests) was last served: the fair order. */
+  private readonly lastServed = new Map<string, number>();
+  private servedCount = 0;
+  /** Tickets (runKey) whose slot is lent to the members of their group step while it runs. */
+  private readonly lentToGroup = new Set<string>();
 
   private borrowedIn(root?: string): number {
     if (root !== undefined) return this.borrowed.get(root) ?? 0;
@@ -208,10 +230,29 @@ export class QueueService {
     return total;
   }
 
+  /** Slots in use (in one project, or in all): tickets' agents and borrowed slots. */
+  private used(root?: string): number {
+    const tickets = this.store.state.agents.filter((a) => (root === undefined || a.project === root) && !this.lentToGroup.has(runKey(a.project, a.ticket_id)));
+    return tickets.length + this.borrowedIn(root);
+  }
+
+  private takeSlot(root: string): () => void {
+    this.borrowed.set(root, this.borrowedIn(root) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = this.borrowedIn(root) - 1;
+      if (left > 0) this.borrowed.set(root, left);
+      else this.borrowed.delete(root);
+      this.kick("slot freed");
+    };
+  }
+
   /**
-   * The caps and `paused` for the daemon's other automatic launches (plan workers): they see
-   * the same free slots as tickets, take one while their agent runs, and are told when
-   * something may have freed one.
+   * The caps and `paused` for the daemon's other automatic launches (plan workers, group
+   * members): they see the same free slots as tickets, take one while their agent runs, and
+   * are told when something may have freed one.
    */
   launchSlots(): LaunchSlots {
     return {
@@ -219,27 +260,44 @@ export class QueueService {
       free: async (root: string) => {
         const limit = await this.maxParallel();
         const settings = await this.projectSettings(root).catch(() => undefined);
-        const used = this.store.state.agents.length + this.borrowedIn();
-        const inProject = this.store.state.agents.filter((a) => a.project === root).length + this.borrowedIn(root);
-        return Math.max(0, Math.min(limit - used, (settings?.maxPerProject ?? Number.POSITIVE_INFINITY) - inProject));
+        return Math.max(0, Math.min(limit - this.used(), (settings?.maxPerProject ?? Number.POSITIVE_INFINITY) - this.used(root)));
       },
-      take: (root: string) => {
-        this.borrowed.set(root, this.borrowedIn(root) + 1);
-        let released = false;
-        return () => {
-          if (released) return;
-          released = true;
-          const left = this.borrowedIn(root) - 1;
-          if (left > 0) this.borrowed.set(root, left);
-          else this.borrowed.delete(root);
-          this.kick("slot freed");
-        };
-      },
+      take: (root: string) => this.takeSlot(root),
       onChange: (listener: () => void) => {
         this.slotListeners.add(listener);
         return () => this.slotListeners.delete(listener);
       },
+      request: (root: string, owner: string) => {
+        let entry: WaitingSlotRequest | undefined;
+        const granted = new Promise<() => void>((resolve) => {
+          entry = { root, owner, since: Date.now(), grant: resolve };
+          this.slotRequests.push(entry);
+        });
+        this.kick("slot requested");
+        return {
+          granted,
+          cancel: () => {
+            const i = entry ? this.slotRequests.indexOf(entry) : -1;
+            if (i >= 0) this.slotRequests.splice(i, 1);
+          },
+        };
+      },
     };
+  }
+
+  /** A ticket's group step runs: its own slot goes to the group's members until `returnSlot`. */
+  lendSlot(root: string, ticketId: string): () => void {
+    const key = runKey(root, ticketId);
+    this.lentToGroup.add(key);
+    this.kick("slot lent to a group");
+    return () => {
+      if (this.lentToGroup.delete(key)) this.kick("slot returned by a group");
+    };
+  }
+
+  /** An agent the daemon stopped after its work was done: its exit counts as a success in the stats. */
+  countAsSuccess(agentId: string): void {
+    this.finishedAgents.add(agentId);
   }
 
   /** Something may have made work startable: dispatch (once at a time; a kick during a pass runs another). */
@@ -265,11 +323,20 @@ export class QueueService {
     })();
   }
 
+  private blocked(): boolean {
+    return this.stopped || this.state.stopping || this.paused || this.store.error !== undefined;
+  }
+
+  /**
+   * Fills free slots from the streams that wait for one: the ticket queue (in ticket order) and
+   * each owner's slot requests (in request order). The stream served longest ago goes next, so
+   * every release drains groups' and tickets' launches in turn.
+   */
   private async dispatchPass(reason: string): Promise<void> {
-    if (this.stopped || this.state.stopping || this.paused || this.store.error) return;
+    if (this.blocked()) return;
     const limit = await this.maxParallel();
-    if (this.store.state.agents.length + this.borrowedIn() >= limit) return;
-    const waiting: TicketView[] = [];
+    if (this.used() >= limit) return;
+    const waiting: (TicketView & { root: string })[] = [];
     for (const root of this.state.projects.list()) {
       const scan = await scanTickets(root, ["queue"]).catch((err: unknown) => {
         this.state.log.event("queue_scan_failed", { projectRoot: root, error: err });
@@ -284,15 +351,52 @@ export class QueueService {
     }
     waiting.sort(compareTickets);
     const settingsOf = new Map<string, Promise<Awaited<ReturnType<QueueService["projectSettings"]>> | undefined>>();
-    for (const ticket of waiting as (TicketView & { root: string })[]) {
-      if (this.stopped || this.paused || this.state.stopping) return;
-      if (this.store.state.agents.length + this.borrowedIn() >= limit) return;
-      if (!settingsOf.has(ticket.root)) settingsOf.set(ticket.root, this.projectSettings(ticket.root).catch(() => undefined));
-      const settings = await settingsOf.get(ticket.root);
-      if (!settings) continue;
-      const inProject = this.store.state.agents.filter((a) => a.project === ticket.root).length + this.borrowedIn(ticket.root);
-      if (inProject >= settings.maxPerProject) continue;
-      await this.claim(ticket.root, ticket, settings.config, reason);
+    const settingsFor = (root: string) => {
+      let settings = settingsOf.get(root);
+      if (!settings) settingsOf.set(root, (settings = this.projectSettings(root).catch(() => undefined)));
+      return settings;
+    };
+    const fits = async (root: string) => {
+      const settings = await settingsFor(root);
+      return settings !== undefined && this.used(root) < settings.maxPerProject;
+    };
+    for (;;) {
+      if (this.blocked() || this.used() >= limit) return;
+      const heads: { stream: string; since: number; serve: () => Promise<void> }[] = [];
+      for (const ticket of waiting) {
+        if (!(await fits(ticket.root))) continue;
+        const settings = await settingsFor(ticket.root);
+        heads.push({
+          stream: "tickets",
+          since: 0,
+          serve: async () => {
+            waiting.splice(waiting.indexOf(ticket), 1);
+            if (settings) await this.claim(ticket.root, ticket, settings.config, reason);
+          },
+        });
+        break;
+      }
+      const owners = new Set<string>();
+      for (const request of this.slotRequests) {
+        if (owners.has(request.owner)) continue;
+        owners.add(request.owner);
+        if (!(await fits(request.root))) continue;
+        heads.push({
+          stream: `request:${request.owner}`,
+          since: request.since,
+          serve: async () => {
+            const i = this.slotRequests.indexOf(request);
+            if (i < 0) return; // cancelled meanwhile
+            this.slotRequests.splice(i, 1);
+            request.grant(this.takeSlot(request.root));
+          },
+        });
+      }
+      if (heads.length === 0) return;
+      heads.sort((a, b) => (this.lastServed.get(a.stream) ?? 0) - (this.lastServed.get(b.stream) ?? 0) || a.since - b.since);
+      const next = heads[0] as (typeof heads)[number];
+      this.lastServed.set(next.stream, ++this.servedCount);
+      await next.serve();
     }
   }
 
@@ -429,6 +533,8 @@ export class QueueService {
         if (awaiting) {
           awaiting = false;
           outcome = await this.waitForPerson(run, step, undefined, undefined);
+        } else if (step.type !== undefined) {
+          outcome = await this.runGroupStep(run, step, extra);
         } else {
           await this.ensureStepAgent(run, step);
           outcome = await this.runStep(run, step, extra);
@@ -480,28 +586,9 @@ export class QueueService {
   private async runStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome> {
     const live = run.live;
     if (!live) return { kind: "failed", message: `no agent for step ${step.name}` };
-    if (step.type !== undefined) return { kind: "failed", message: `step ${step.name} is a ${step.type} group step; multi-agent groups are not supported yet` };
     const ticket = await findTicket(run.root, run.ticketId);
-    await this.store.update(() => {
-      const a = this.agentStateOf(run);
-      if (!a) return;
-      a.current_step = step.name;
-      a.step_started_at = nowIso();
-      a.status = "running";
-      a.review_state = null;
-      a.last_message = null;
-      a.last_activity = nowIso();
-    });
-    this.state.log.event("ticket_step", { projectRoot: run.root, ticketId: run.ticketId, step: step.name, agentId: live.agentId });
-    this.state.events.emit("ticket_changed", { projectRoot: run.root, ticketId: run.ticketId, kind: "step_started", step: step.name, agentId: live.agentId });
-    const vars: Record<string, string> = {
-      ...ticket.vars,
-      TICKET_ID: ticket.id,
-      TITLE: ticket.title,
-      DESCRIPTION: ticket.description.trimEnd(),
-      STEP: step.name,
-      OUTPUT_FILE: this.outputFile(run.root, run.ticketId),
-    };
+    await this.markStepStarted(run, step, live.agentId);
+    const vars = await this.stepVars(run, ticket, step);
     const prompt = renderTemplate(step.prompt, vars).text.trimEnd();
     let text = extra ? `${extra}\n\n${prompt}` : prompt;
     for (let attempt = 0; ; attempt++) {
@@ -519,6 +606,108 @@ export class QueueService {
     }
     if (step.review) return this.waitForPerson(run, step, REVIEW_STATES[step.review], `step ${step.name} waits for a ${step.review} review`);
     return { kind: "done" };
+  }
+
+  private async markStepStarted(run: TicketRun, step: WorkflowStep, agentId: string | undefined): Promise<void> {
+    await this.store.update(() => {
+      const a = this.agentStateOf(run);
+      if (!a) return;
+      a.current_step = step.name;
+      a.step_started_at = nowIso();
+      a.status = "running";
+      a.review_state = null;
+      a.last_message = null;
+      a.last_activity = nowIso();
+    });
+    this.state.log.event("ticket_step", { projectRoot: run.root, ticketId: run.ticketId, step: step.name, agentId });
+    this.state.events.emit("ticket_changed", { projectRoot: run.root, ticketId: run.ticketId, kind: "step_started", step: step.name, ...(agentId !== undefined ? { agentId } : {}) });
+  }
+
+  /** A step prompt's variables: the ticket's own, and the last group step's aggregated output. */
+  private async stepVars(run: TicketRun, ticket: TicketView, step: WorkflowStep): Promise<Record<string, string>> {
+    const groupOutput = await readFile(this.groupOutputFile(run.root, run.ticketId), "utf8").catch(() => "");
+    return {
+      ...ticket.vars,
+      TICKET_ID: ticket.id,
+      TITLE: ticket.title,
+      DESCRIPTION: ticket.description.trimEnd(),
+      STEP: step.name,
+      OUTPUT_FILE: this.outputFile(run.root, run.ticketId),
+      GROUP_OUTPUT: groupOutput.trimEnd(),
+    };
+  }
+
+  private groupOutputFile(root: string, ticketId: string): string {
+    return path.join(puDir(root), "tickets", "output", `${ticketId}.group.md`);
+  }
+
+  /**
+   * A group step: the ticket's agent stops (its slot goes to the members), the group runs, and
+   * the ticket goes on with the group's aggregated output (GROUP_OUTPUT in the next prompts).
+   * A group that fails waits for `pu review approve|reject`, like a gate out of retries.
+   */
+  private async runGroupStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome> {
+    const groups = this.groups;
+    if (!groups || step.type === undefined) return { kind: "failed", message: `step ${step.name}: multi-agent groups are not running in this daemon` };
+    const ticket = await findTicket(run.root, run.ticketId);
+    const agentState = this.agentStateOf(run);
+    if (!agentState) return { kind: "failed", message: `ticket ${run.ticketId} has no state` };
+    await this.markStepStarted(run, step, undefined);
+    const live = run.live;
+    if (live && live.session.exitCode === null) {
+      this.finishedAgents.add(live.agentId);
+      await stopAgents([live], "kill");
+    }
+    const giveBack = this.lendSlot(run.root, run.ticketId);
+    try {
+      let group = groups.openGroupOfStep(run.root, run.ticketId, step.name);
+      if (!group) {
+        const vars = await this.stepVars(run, ticket, step);
+        const config = await loadConfig(run.root);
+        const stats = this.store.state.project_llm_stats?.[run.root];
+        const single = stepAgent(step, ticket, stats?.preferred_tool, config.defaultAgent);
+        const model = step.model ?? ticket.model;
+        const shared = renderTemplate(step.prompt, vars).text.trimEnd();
+        group = await groups.create({
+          root: run.root,
+          kind: step.type,
+          delegators: step.agents ?? [model ? `${single}:${model}` : single],
+          sharedPrompt: extra ? `${extra}\n\n${shared}` : shared,
+          prompts: (step.prompts ?? []).map((p) => renderTemplate(p, vars).text.trimEnd()),
+          ...(step.aggregate !== undefined ? { aggregate: step.aggregate } : {}),
+          ...(step.join !== undefined ? { join: step.join } : {}),
+          ...(step.quorum !== undefined ? { quorum: step.quorum } : {}),
+          ...(step.gate !== undefined ? { gate: step.gate, maxRetries: step.max_retries } : {}),
+          ...(step.timeout_minutes !== undefined ? { timeoutMinutes: step.timeout_minutes } : {}),
+          ...(step.judge !== undefined ? { judge: step.judge } : {}),
+          ...(step.read_only && agentState.session_context_ref ? { sharedWorktree: agentState.session_context_ref } : {}),
+          ticketId: run.ticketId,
+          stepName: step.name,
+        });
+        await appendHistory(run.root, run.ticketId, { event: "group started", step: step.name, note: group.group_id });
+      }
+      const aborted = new Promise<undefined>((resolve) => {
+        if (run.abort.signal.aborted) resolve(undefined);
+        else run.abort.signal.addEventListener("abort", () => resolve(undefined), { once: true });
+      });
+      const ended = await Promise.race([groups.ended(group), aborted]);
+      if (ended === undefined) {
+        // The ticket was cancelled (not the daemon stopping): its group stops too.
+        if (!this.stopped && !this.state.stopping && !isGroupFinished(group)) await groups.cancel(run.root, group.group_id).catch(() => undefined);
+        return { kind: "stopped" };
+      }
+      if (ended.phase === "complete") {
+        const text = aggregatedText(ended) ?? "";
+        const file = this.groupOutputFile(run.root, run.ticketId);
+        await mkdir(path.dirname(file), { recursive: true });
+        await writeFile(file, `${text}\n`);
+        return { kind: "done", note: `group ${ended.group_id} complete${typeof ended.aggregated_output?.winner === "string" ? `, winner ${ended.aggregated_output.winner}` : ""}` };
+      }
+      const why = (ended.failure_reasons ?? [])[0] ?? ended.phase;
+      return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name}: group ${ended.group_id} ${ended.phase}: ${why}`);
+    } finally {
+      giveBack();
+    }
   }
 
   /**
@@ -862,7 +1051,7 @@ export class QueueService {
       }
     }
     waiting.sort(compareTickets);
-    const used = this.store.state.agents.length;
+    const used = this.used();
     const status: QueueStatus = {
       paused: this.paused,
       maxParallel,

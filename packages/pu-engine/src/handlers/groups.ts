@@ -1,0 +1,44 @@
+// group_run, group_list, group_status, group_cancel, group_diff, group_pick.
+import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
+import { groupView } from "../orchestration/groups/group-service.js";
+import type { EngineServices } from "../services.js";
+
+export async function handleGroupRun(services: EngineServices, req: RequestOf<"group_run">): Promise<ResultOf<"group_run">> {
+  const root = await services.state.project(req.projectRoot);
+  const group = await services.groups.create({
+    root,
+    kind: req.kind,
+    delegators: req.agents,
+    sharedPrompt: req.prompt,
+    prompts: req.prompts,
+    ...(req.aggregate !== undefined ? { aggregate: req.aggregate } : {}),
+    ...(req.join !== undefined ? { join: req.join } : {}),
+    ...(req.quorum !== undefined ? { quorum: req.quorum } : {}),
+    ...(req.gate !== undefined ? { gate: { run: req.gate, ...(req.gateTimeoutSeconds !== undefined ? { timeout_seconds: req.gateTimeoutSeconds } : {}) } } : {}),
+    ...(req.maxRetries !== undefined ? { maxRetries: req.maxRetries } : {}),
+    ...(req.timeoutMinutes !== undefined ? { timeoutMinutes: req.timeoutMinutes } : {}),
+    ...(req.judge !== undefined ? { judge: req.judge } : {}),
+    ...(req.base !== undefined ? { base: req.base } : {}),
+  });
+  return groupView(group);
+}
+
+export async function handleGroupList(services: EngineServices, req: RequestOf<"group_list">): Promise<ResultOf<"group_list">> {
+  return services.groups.list(await services.state.project(req.projectRoot));
+}
+
+export async function handleGroupStatus(services: EngineServices, req: RequestOf<"group_status">): Promise<ResultOf<"group_status">> {
+  return groupView(services.groups.find(await services.state.project(req.projectRoot), req.groupId));
+}
+
+export async function handleGroupCancel(services: EngineServices, req: RequestOf<"group_cancel">): Promise<ResultOf<"group_cancel">> {
+  return groupView(await services.groups.cancel(await services.state.project(req.projectRoot), req.groupId));
+}
+
+export async function handleGroupDiff(services: EngineServices, req: RequestOf<"group_diff">): Promise<ResultOf<"group_diff">> {
+  return services.groups.diff(await services.state.project(req.projectRoot), req.groupId, req.variant, req.stat === true);
+}
+
+export async function handleGroupPick(services: EngineServices, req: RequestOf<"group_pick">): Promise<ResultOf<"group_pick">> {
+  return services.groups.pick(await services.state.project(req.projectRoot), req.groupId, req.variant, req.keep === true, req.strategy);
+}

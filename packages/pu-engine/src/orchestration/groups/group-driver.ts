@@ -1,0 +1,542 @@
+/**
+ * One multi-agent group from its pending launches to its end. Every member waits in line for
+ * a slot (LaunchSlots.request), runs in its own worktree, and is followed turn by turn until it
+ * is done (waiting after its turn, its gate passing) or failed (an exit, a gate out of retries,
+ * its time limit). Each result lands in state.json as it comes, so a restarted daemon picks up
+ * where this one stopped: pending launches line up again, members that were running start
+ * again in their worktrees, a join that fired aggregates again.
+ */
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { loadConfig } from "@pu/core/config";
+import {
+  gateWinner,
+  isGroupFinished,
+  joinReady,
+  memberState,
+  parseDelegator,
+  parseJudgeVerdict,
+  variantKeys,
+  variantSlug,
+  type DiffStat,
+  type GroupRecord,
+  type MemberResult,
+} from "@pu/core/group";
+import { launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
+import type { LiveAgent } from "../../agents/live-agent.js";
+import { stopAgents } from "../../agents/stop.js";
+import { awaitAnswer, turn, type TurnResult } from "../../agents/turn.js";
+import { commitAllChanges } from "../../git/commit.js";
+import { diffWorktree } from "../../git/diff.js";
+import { locatePuCli } from "../../pu-cli-path.js";
+import { nowIso, type EngineState } from "../../state.js";
+import { appendGateRun, runGate, toGateRun } from "../../workflows/gates.js";
+import type { LaunchSlots, SlotRequest } from "../launch-slots.js";
+import type { OperatorStateStore } from "../queue/state-store.js";
+import { groupDir, judgeInputFile, memberOutputFile, verdictFile } from "./group-files.js";
+
+const STOP_GRACE_MS = 3000;
+/** What one member's output may take in state.json and in the judge's materials. */
+const OUTPUT_CHARS = 4000;
+/** What one member's diff may take in the judge's materials. */
+const JUDGE_DIFF_CHARS = 8000;
+const FIX_OUTPUT_CHARS = 2000;
+const SCREEN_LINES = 20;
+
+export interface GroupDriverContext {
+  state: EngineState;
+  store: OperatorStateStore;
+  slots: LaunchSlots;
+  countAsSuccess(agentId: string): void;
+}
+
+function tail(text: string, chars: number): string {
+  return text.length <= chars ? text : `…${text.slice(text.length - chars)}`;
+}
+
+function pathWithPu(): string {
+  const cli = locatePuCli();
+  return cli ? `${path.dirname(cli)}${path.delimiter}${process.env.PATH ?? ""}` : (process.env.PATH ?? "");
+}
+
+/** The turn a launch started: typed after start, or given on the command line and followed from the start. */
+function firstTurnOf(state: EngineState, launched: LaunchedAgent, timeoutMs: number | undefined, signal: AbortSignal): Promise<TurnResult> {
+  return launched.firstTurn ?? awaitAnswer(state, launched.live, 0, { signal, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+}
+
+async function lastScreenLines(live: LiveAgent): Promise<string> {
+  await live.session.screen.settle().catch(() => undefined);
+  return live.session.screen
+    .rows()
+    .map((row) => row.trimEnd())
+    .filter((row) => row.trim() !== "")
+    .slice(-SCREEN_LINES)
+    .join("\n");
+}
+
+/** How a member ended, before its output, time and diff are added. */
+type MemberOutcome = Pick<MemberResult, "state"> & Partial<Pick<MemberResult, "reason" | "exit_code" | "gate">>;
+
+export class GroupDriver {
+  private readonly abort = new AbortController();
+  private readonly requests = new Map<string, SlotRequest>();
+  private readonly lives = new Map<string, LiveAgent>();
+  /** Members being stopped on purpose (join: first, cancel): their exits are not failures. */
+  private readonly stopping = new Set<string>();
+  private joining: Promise<void> | undefined;
+  private cancelling = false;
+  /** Members whose result is being recorded (two endings may race: done and cancelled). */
+  private readonly recording = new Set<string>();
+  private judge: LiveAgent | undefined;
+  private resolveEnd!: (group: GroupRecord) => void;
+  /** Settles when the group reaches complete, failed or cancelled. */
+  readonly ended = new Promise<GroupRecord>((resolve) => {
+    this.resolveEnd = resolve;
+  });
+
+  constructor(
+    private readonly ctx: GroupDriverContext,
+    readonly group: GroupRecord,
+  ) {}
+
+  private get root(): string {
+    return this.group.project;
+  }
+
+  private get id(): string {
+    return this.group.group_id;
+  }
+
+  /** The daemon stops, or the group is being cancelled: nothing more is started or judged. */
+  private get shuttingDown(): boolean {
+    return this.abort.signal.aborted || this.ctx.state.stopping || this.cancelling;
+  }
+
+  private emit(kind: "created" | "member_launched" | "member_finished" | "phase", extra: { variant?: string; agentId?: string } = {}): void {
+    this.ctx.state.events.emit("group_changed", { projectRoot: this.root, groupId: this.id, phase: this.group.phase, kind, ...extra });
+  }
+
+  private update<T>(change: (group: GroupRecord) => T): Promise<T> {
+    return this.ctx.store.update(() => change(this.group));
+  }
+
+  /** Lines up what is still to do: pending and interrupted members, or the join. */
+  run(): void {
+    if (isGroupFinished(this.group)) {
+      this.resolveEnd(this.group);
+      return;
+    }
+    if (this.group.phase === "aggregating" || joinReady(this.group)) {
+      void this.join();
+      return;
+    }
+    for (const variant of variantKeys(this.group)) {
+      const state = memberState(this.group, variant);
+      if (state === "pending") this.lineUp(variant);
+      if (state === "running") {
+        const agentId = this.group.members[variant]?.agent_id ?? "";
+        const live = this.ctx.state.sessions.get(agentId);
+        // Still running (the group was only picked up again): follow it; else start it again in its worktree.
+        if (live && live.session.exitCode === null) void this.followRecovered(variant, live);
+        else this.lineUp(variant);
+      }
+    }
+  }
+
+  /** The daemon stops: nothing more is started or recorded; state.json keeps where the group was. */
+  stop(): void {
+    this.abort.abort();
+    for (const request of this.requests.values()) request.cancel();
+    this.requests.clear();
+  }
+
+  // ---- launching ---------------------------------------------------------------------
+
+  private lineUp(variant: string): void {
+    if (this.requests.has(variant)) return;
+    const request = this.ctx.slots.request(this.root, `group:${this.id}`);
+    this.requests.set(variant, request);
+    void request.granted.then((release) => {
+      this.requests.delete(variant);
+      void this.launchMember(variant, release);
+    });
+  }
+
+  private placementFor(variant: string): LaunchPlacement {
+    const settings = this.group.settings;
+    if (settings.shared_worktree) return { kind: "worktree", worktree: settings.shared_worktree };
+    const member = this.group.members[variant];
+    if (member?.worktree_id) return { kind: "worktree", worktree: member.worktree_id };
+    return { kind: "new", name: `group-${this.id.replace(/^g-/, "")}-${variantSlug(variant)}`, ...(settings.base_branch ? { base: settings.base_branch } : {}) };
+  }
+
+  private async launchMember(variant: string, release: () => void): Promise<void> {
+    const member = this.group.members[variant];
+    if (!member || this.shuttingDown || this.stopping.has(variant) || this.group.individual_outputs?.[variant] || isGroupFinished(this.group)) {
+      release();
+      return;
+    }
+    const { agentType, model } = parseDelegator(member.delegator_name);
+    const restarted = member.agent_id != null;
+    const prompt = restarted
+      ? `${member.prompt}\n\n(pu: your previous session ended with the daemon; your worktree keeps what you did. Finish the task.)`
+      : member.prompt;
+    let launched: LaunchedAgent;
+    try {
+      launched = await launchAgent(this.ctx.state, {
+        projectRoot: this.root,
+        agentType,
+        prompt,
+        placement: this.placementFor(variant),
+        env: {
+          PU_GROUP_ID: this.id,
+          PU_VARIANT_KEY: variant,
+          PU_OUTPUT_FILE: memberOutputFile(this.root, this.id, variant),
+          PATH: pathWithPu(),
+        },
+        ...(model !== undefined && agentType !== "terminal" ? { extraArgs: ["--model", model] } : {}),
+      });
+    } catch (err) {
+      release();
+      if (this.shuttingDown) return;
+      await this.recordResult(variant, { state: "failed", reason: `could not start: ${(err as Error).message}`, output: "", output_source: "none" });
+      return;
+    }
+    if (model !== undefined) launched.live.model = model;
+    this.lives.set(variant, launched.live);
+    await this.update((g) => {
+      const oldId = member.agent_id;
+      member.agent_id = launched.agentId;
+      member.worktree_id = launched.worktreeId ?? member.worktree_id ?? null;
+      member.worktree_path = launched.worktreePath ?? launched.cwd;
+      member.branch = launched.branch ?? member.branch ?? null;
+      member.started_at = nowIso();
+      member.attempts = 1;
+      g.agent_ids = [...g.agent_ids.filter((id) => id !== oldId), launched.agentId];
+      const keys = { ...g.agent_variant_keys };
+      if (oldId) delete keys[oldId];
+      keys[launched.agentId] = variant;
+      g.agent_variant_keys = keys;
+      g.pending_launches = (g.pending_launches ?? []).filter((p) => p.variant_key !== variant);
+      if (g.pending_launches.length === 0 && g.phase === "launching") g.phase = "running";
+    });
+    this.ctx.state.log.event("group_member_launched", { projectRoot: this.root, groupId: this.id, variant, agentId: launched.agentId, restarted });
+    this.emit("member_launched", { variant, agentId: launched.agentId });
+    void this.follow(variant, launched.live, (limit) => firstTurnOf(this.ctx.state, launched, limit, this.abort.signal), release);
+  }
+
+  /** A member found running when the group was picked up: it takes a slot again and is followed. */
+  private async followRecovered(variant: string, live: LiveAgent): Promise<void> {
+    const release = this.ctx.slots.take(this.root);
+    this.lives.set(variant, live);
+    await this.follow(variant, live, (limit) => awaitAnswer(this.ctx.state, live, 0, { signal: this.abort.signal, ...(limit !== undefined ? { timeoutMs: limit } : {}) }), release);
+  }
+
+  // ---- following a member ------------------------------------------------------------------
+
+  /** Milliseconds the member has left under timeout_minutes (undefined: no limit). */
+  private timeLeft(variant: string): number | undefined {
+    const minutes = this.group.settings.timeout_minutes;
+    if (minutes == null) return undefined;
+    const started = Date.parse(this.group.members[variant]?.started_at ?? "") || Date.now();
+    return Math.max(1, started + minutes * 60_000 - Date.now());
+  }
+
+  private async follow(variant: string, live: LiveAgent, first: (limitMs: number | undefined) => Promise<TurnResult>, release: () => void): Promise<void> {
+    let outcome: MemberOutcome = { state: "failed" };
+    try {
+      let result = await first(this.timeLeft(variant));
+      const settings = this.group.settings;
+      for (let attempt = 1; ; attempt++) {
+        if (this.shuttingDown || this.stopping.has(variant)) return;
+        if (result.outcome === "timed_out") {
+          outcome = { state: "failed", reason: `still working after timeout_minutes (${settings.timeout_minutes} min); stopped` };
+          break;
+        }
+        const answered = result.outcome === "waiting" || (result.outcome === "exited" && result.exitCode === 0);
+        if (!answered) {
+          outcome = { state: "failed", reason: `the agent exited (code ${result.exitCode ?? "?"}) before its work was done`, exit_code: result.exitCode ?? null };
+          break;
+        }
+        if (!settings.gate) {
+          outcome = { state: "done", ...(result.outcome === "exited" ? { exit_code: 0 } : {}) };
+          break;
+        }
+        const gate = await runGate({
+          command: settings.gate.run,
+          cwd: live.cwd,
+          timeoutSeconds: settings.gate.timeout_seconds,
+          signal: this.abort.signal,
+          env: { PU_AGENT_ID: live.agentId, PU_PROJECT_ROOT: this.root, PU_GROUP_ID: this.id, PU_VARIANT_KEY: variant, PU_GATE_ATTEMPT: String(attempt) },
+        });
+        if (this.shuttingDown || this.stopping.has(variant)) return;
+        const record = toGateRun(gate, { agentId: live.agentId, triggerName: `group:${this.id}:${variant}`, seqIndex: 0, expectedExit: settings.gate.expect_exit });
+        await appendGateRun(this.root, live.agentId, record).catch((err: unknown) => this.ctx.state.log.event("gate_record_failed", { error: err }));
+        const gateResult = { passed: record.passed, exit_code: gate.exitCode, attempts: attempt };
+        if (record.passed) {
+          outcome = { state: "done", gate: gateResult };
+          break;
+        }
+        if (attempt > settings.max_retries || result.outcome === "exited") {
+          outcome = { state: "failed", reason: `the gate \`${settings.gate.run}\` failed ${attempt} time(s) (exit ${gate.exitCode ?? "timeout"})`, gate: gateResult };
+          break;
+        }
+        await this.update(() => {
+          const member = this.group.members[variant];
+          if (member) member.attempts = attempt + 1;
+        });
+        const fix = [
+          `The check \`${settings.gate.run}\` ${gate.timedOut ? "timed out" : `exited ${gate.exitCode ?? "?"} (expected ${settings.gate.expect_exit})`} (attempt ${attempt} of ${settings.max_retries + 1}).`,
+          gate.output.trim() ? `Its output ends with:\n${tail(gate.output.trimEnd(), FIX_OUTPUT_CHARS)}` : "It printed nothing.",
+          "Please fix the cause; the check runs again when you are done.",
+        ].join("\n");
+        const limit = this.timeLeft(variant);
+        result = await turn(this.ctx.state, live, fix, { signal: this.abort.signal, ...(limit !== undefined ? { timeoutMs: limit } : {}) });
+      }
+      if (this.shuttingDown || this.stopping.has(variant)) return;
+      await this.finishMember(variant, live, outcome);
+    } catch (err) {
+      if (this.shuttingDown) return;
+      await this.finishMember(variant, live, { state: "failed", reason: `pu could not follow the member: ${(err as Error).message}` }).catch(() => undefined);
+    } finally {
+      this.lives.delete(variant);
+      if (!this.shuttingDown && live.session.exitCode === null) await stopAgents([live], "kill", STOP_GRACE_MS).catch(() => undefined);
+      release();
+    }
+  }
+
+  /** Output, commit, diff stat; then the agent is stopped (its worktree stays) and the result recorded. */
+  private async finishMember(variant: string, live: LiveAgent | undefined, outcome: MemberOutcome): Promise<void> {
+    let output = "";
+    let source: MemberResult["output_source"] = "none";
+    try {
+      output = (await readFile(memberOutputFile(this.root, this.id, variant), "utf8")).trim();
+      if (output) source = "file";
+    } catch {
+      // no output file: the last screen lines
+    }
+    if (!output && live) {
+      output = await lastScreenLines(live);
+      if (output) source = "screen";
+    }
+    if (live && live.session.exitCode === null) {
+      if (outcome.state === "done") this.ctx.countAsSuccess(live.agentId);
+      await stopAgents([live], "kill", STOP_GRACE_MS).catch(() => undefined);
+    }
+    await this.recordResult(variant, { ...outcome, output: tail(output, OUTPUT_CHARS), output_source: source });
+  }
+
+  private async diffStatOf(variant: string): Promise<DiffStat | null> {
+    const member = this.group.members[variant];
+    if (this.group.settings.shared_worktree || !member?.worktree_path || !member.branch) return null;
+    try {
+      const config = await loadConfig(this.root);
+      await commitAllChanges(member.worktree_path, `group ${this.id}: ${variant}`, config.envFiles);
+      const base = this.group.settings.base_branch;
+      if (!base) return null;
+      const changes = await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: base, stat: true });
+      return { files: changes.files.length, insertions: changes.insertions, deletions: changes.deletions };
+    } catch (err) {
+      this.ctx.state.log.event("group_diff_failed", { projectRoot: this.root, groupId: this.id, variant, error: err });
+      return null;
+    }
+  }
+
+  private async recordResult(variant: string, result: MemberOutcome & Pick<MemberResult, "output" | "output_source">): Promise<void> {
+    if (this.group.individual_outputs?.[variant] || this.recording.has(variant)) return;
+    this.recording.add(variant);
+    const diff = await this.diffStatOf(variant);
+    const started = Date.parse(this.group.members[variant]?.started_at ?? "");
+    const full: MemberResult = {
+      ...result,
+      seconds: Number.isNaN(started) ? 0 : Math.round((Date.now() - started) / 100) / 10,
+      finished_at: nowIso(),
+      diff,
+    };
+    await this.update((g) => {
+      g.individual_outputs = { ...g.individual_outputs, [variant]: full };
+      g.pending_launches = (g.pending_launches ?? []).filter((p) => p.variant_key !== variant);
+      if (g.pending_launches.length === 0 && g.phase === "launching") g.phase = "running";
+    });
+    this.ctx.state.log.event("group_member_finished", { projectRoot: this.root, groupId: this.id, variant, state: full.state, reason: full.reason });
+    this.emit("member_finished", { variant, ...(this.group.members[variant]?.agent_id ? { agentId: this.group.members[variant]?.agent_id ?? "" } : {}) });
+    if (joinReady(this.group) && !this.shuttingDown) void this.join();
+  }
+
+  // ---- the join and the end ----------------------------------------------------------------------
+
+  private join(): Promise<void> {
+    this.joining ??= this.runJoin().catch(async (err: unknown) => {
+      if (this.shuttingDown) return;
+      this.ctx.state.log.event("group_join_failed", { projectRoot: this.root, groupId: this.id, error: err });
+      await this.end("failed", [`pu could not finish the group: ${(err as Error).message}`]).catch(() => undefined);
+    });
+    return this.joining;
+  }
+
+  private async runJoin(): Promise<void> {
+    if (this.shuttingDown) return;
+    if (this.group.settings.join === "first") await this.stopMembers("cancelled", "another member finished first (join: first)");
+    if (this.shuttingDown) return;
+    const results = this.group.individual_outputs ?? {};
+    const done = Object.keys(results).filter((v) => results[v]?.state === "done");
+    const quorum = this.group.settings.quorum;
+    if (done.length < quorum) {
+      const reasons = Object.entries(results)
+        .filter(([, r]) => r.state === "failed")
+        .map(([v, r]) => `${v}: ${r.reason ?? "failed"}`);
+      return this.end("failed", [`${done.length} of ${variantKeys(this.group).length} members done; the quorum is ${quorum}`, ...reasons]);
+    }
+    if (this.group.phase !== "aggregating") {
+      await this.update((g) => {
+        g.phase = "aggregating";
+      });
+      this.emit("phase");
+    }
+    const outputs = Object.fromEntries(done.map((v) => [v, results[v]?.output ?? ""]));
+    switch (this.group.settings.aggregate) {
+      case "collect":
+        return this.end("complete", [], { aggregate: "collect", outputs, winner: null });
+      case "gate": {
+        const winner = gateWinner(this.group);
+        if (!winner) return this.end("failed", ["no member passed the gate"]);
+        return this.end("complete", [], { aggregate: "gate", outputs, winner });
+      }
+      case "judge":
+        return this.runJudge(done, outputs);
+    }
+  }
+
+  /** Stops every member not finished yet and records it as `state` (pending ones never start). */
+  private async stopMembers(state: "cancelled", reason: string): Promise<void> {
+    const open = variantKeys(this.group).filter((v) => !this.group.individual_outputs?.[v]);
+    for (const v of open) {
+      this.stopping.add(v);
+      this.requests.get(v)?.cancel();
+      this.requests.delete(v);
+    }
+    await Promise.all(
+      open.map(async (v) => {
+        const live = this.lives.get(v);
+        await this.finishMember(v, live, { state, reason });
+      }),
+    );
+  }
+
+  private async end(phase: "complete" | "failed" | "cancelled", reasons: string[], aggregated?: Record<string, unknown>): Promise<void> {
+    if (isGroupFinished(this.group)) return;
+    await this.update((g) => {
+      g.phase = phase;
+      g.finished_at = nowIso();
+      if (reasons.length > 0) g.failure_reasons = reasons;
+      if (aggregated) g.aggregated_output = aggregated;
+    });
+    this.ctx.state.log.event("group_finished", { projectRoot: this.root, groupId: this.id, phase, reasons });
+    this.emit("phase");
+    this.resolveEnd(this.group);
+  }
+
+  /** `pu group cancel`: every member stops and is recorded cancelled; the judge too. */
+  async cancel(): Promise<void> {
+    if (isGroupFinished(this.group)) return;
+    const judge = this.judge;
+    this.cancelling = true;
+    for (const request of this.requests.values()) request.cancel();
+    this.requests.clear();
+    await this.stopMembers("cancelled", "the group was cancelled");
+    if (judge && judge.session.exitCode === null) await stopAgents([judge], "kill", STOP_GRACE_MS).catch(() => undefined);
+    await this.end("cancelled", ["cancelled by request"]);
+  }
+
+  // ---- the judge -----------------------------------------------------------------------------
+
+  private async judgeMaterials(done: string[]): Promise<string> {
+    const parts = [`# Group ${this.id}: the members' work`, "", `Task given to every member:`, "", this.group.members[done[0] ?? ""]?.prompt ?? "", ""];
+    for (const v of done) {
+      const member = this.group.members[v];
+      const result = this.group.individual_outputs?.[v];
+      let patch = "";
+      if (member?.worktree_path && member.branch && this.group.settings.base_branch && !this.group.settings.shared_worktree) {
+        patch = (await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: this.group.settings.base_branch }).catch(() => undefined))?.patch ?? "";
+      }
+      parts.push(
+        `## Member ${v} (${member?.delegator_name ?? "?"})`,
+        "",
+        "### Output",
+        "",
+        result?.output || "(none)",
+        "",
+        `### Diff${patch.length > JUDGE_DIFF_CHARS ? ` (first ${JUDGE_DIFF_CHARS} characters)` : ""}`,
+        "",
+        "```diff",
+        patch.slice(0, JUDGE_DIFF_CHARS) || "(no changes)",
+        "```",
+        "",
+      );
+    }
+    return parts.join("\n");
+  }
+
+  private async runJudge(done: string[], outputs: Record<string, string>): Promise<void> {
+    const root = this.root;
+    await mkdir(groupDir(root, this.id), { recursive: true });
+    const input = judgeInputFile(root, this.id);
+    const verdictPath = verdictFile(root, this.id);
+    await writeFile(input, await this.judgeMaterials(done));
+    await rm(verdictPath, { force: true });
+    const request = this.ctx.slots.request(root, `group:${this.id}`);
+    this.requests.set("(judge)", request);
+    const onAbort = () => request.cancel();
+    this.abort.signal.addEventListener("abort", onAbort, { once: true });
+    const release = await request.granted;
+    this.requests.delete("(judge)");
+    this.abort.signal.removeEventListener("abort", onAbort);
+    let judge: LaunchedAgent | undefined;
+    try {
+      if (this.shuttingDown || isGroupFinished(this.group)) return;
+      const config = await loadConfig(root);
+      const agentType = this.group.settings.judge_agent ?? config.defaultAgent;
+      const prompt = [
+        `You judge ${done.length} attempts at one task (members ${done.join(", ")}).`,
+        `Read ${input}: it holds the task, each member's output and its diff.`,
+        `Write your verdict as JSON to ${verdictPath}:`,
+        `{"winner": "<member>", "ranking": ["<best>", "..."], "reasons": {"<member>": "<why>"}}`,
+        "Change no other file.",
+      ].join("\n");
+      judge = await launchAgent(this.ctx.state, {
+        projectRoot: root,
+        agentType,
+        prompt,
+        placement: { kind: "new", name: `group-${this.id.replace(/^g-/, "")}-judge`, ...(this.group.settings.base_branch ? { base: this.group.settings.base_branch } : {}) },
+        env: { PU_GROUP_ID: this.id, PU_GROUP_ROLE: "judge", PU_OUTPUT_FILE: verdictPath, PU_JUDGE_INPUT: input, PATH: pathWithPu() },
+      });
+      this.judge = judge.live;
+      await this.update((g) => {
+        (g as Record<string, unknown>).judge = { agent_id: judge?.agentId, worktree_id: judge?.worktreeId ?? null, agent_type: agentType };
+      });
+      let result = await firstTurnOf(this.ctx.state, judge, undefined, this.abort.signal);
+      for (let attempt = 1; ; attempt++) {
+        if (this.shuttingDown || isGroupFinished(this.group)) return;
+        let problem: string;
+        try {
+          const verdict = parseJudgeVerdict(await readFile(verdictPath, "utf8"), done, variantKeys(this.group));
+          this.ctx.countAsSuccess(judge.agentId);
+          return await this.end("complete", [], { aggregate: "judge", outputs, winner: verdict.winner, ranking: verdict.ranking, reasons: verdict.reasons });
+        } catch (err) {
+          problem = (err as NodeJS.ErrnoException).code === "ENOENT" ? `no verdict was written to ${verdictPath}` : (err as Error).message;
+        }
+        if (attempt >= 2 || judge.live.session.exitCode !== null || result.outcome !== "waiting") {
+          return await this.end("failed", [`the judge's verdict is invalid: ${problem}`]);
+        }
+        result = await turn(this.ctx.state, judge.live, `Your verdict cannot be used: ${problem}. Write it again to ${verdictPath} as JSON {"winner", "ranking", "reasons"}.`, { signal: this.abort.signal });
+      }
+    } catch (err) {
+      if (this.shuttingDown) return;
+      await this.end("failed", [`the judge could not run: ${(err as Error).message}`]);
+    } finally {
+      if (judge && judge.live.session.exitCode === null && !this.ctx.state.stopping) await stopAgents([judge.live], "kill", STOP_GRACE_MS).catch(() => undefined);
+      this.judge = undefined;
+      release();
+    }
+  }
+}

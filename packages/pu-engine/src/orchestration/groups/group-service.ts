@@ -1,0 +1,301 @@
+/**
+ * Multi-agent groups (`multi_agent_groups` in state.json): created by `pu group run` or by a
+ * workflow's group step, driven by a GroupDriver each, compared, diffed and picked. The queue's
+ * state store is the one writer of state.json; its LaunchSlots give members their slots.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir } from "node:fs/promises";
+import { loadConfig, resolveAgentType } from "@pu/core/config";
+import { PuError } from "@pu/core/errors";
+import {
+  aggregatedText,
+  GroupRecordSchema,
+  isGroupFinished,
+  memberState,
+  parseDelegator,
+  planGroupMembers,
+  variantKeys,
+  type AggregateMode,
+  type GroupKind,
+  type GroupRecord,
+  type GroupSettings,
+  type JoinMode,
+} from "@pu/core/group";
+import { agentTypeTrustItem } from "@pu/core/trust";
+import type { GroupMemberView, GroupView, GroupsResults } from "@pu/ipc/protocol";
+import { cleanWorktrees } from "../../git/clean-worktrees.js";
+import { diffWorktree } from "../../git/diff.js";
+import { mergeRecordedWorktree } from "../../git/merge-recorded.js";
+import { currentBranch } from "../../git/runner.js";
+import { nowIso, type EngineState } from "../../state.js";
+import type { LaunchSlots } from "../launch-slots.js";
+import type { OperatorStateStore } from "../queue/state-store.js";
+import { GroupDriver } from "./group-driver.js";
+import { groupDir } from "./group-files.js";
+
+export interface GroupRunSpec {
+  root: string;
+  kind: GroupKind;
+  delegators: string[];
+  sharedPrompt: string;
+  prompts: string[];
+  aggregate?: AggregateMode;
+  join?: JoinMode;
+  quorum?: number;
+  gate?: { run: string; expect_exit?: number; timeout_seconds?: number };
+  maxRetries?: number;
+  timeoutMinutes?: number;
+  judge?: string;
+  base?: string;
+  /** Members share this worktree (a read-only workflow step). */
+  sharedWorktree?: string;
+  ticketId?: string;
+  stepName?: string;
+}
+
+export class GroupService {
+  private readonly drivers = new Map<string, GroupDriver>();
+
+  constructor(
+    private readonly state: EngineState,
+    private readonly store: OperatorStateStore,
+    private readonly slots: LaunchSlots,
+    private readonly countAsSuccess: (agentId: string) => void,
+  ) {}
+
+  /** Groups state.json holds that pu can drive (one another tool wrote is listed as unreadable, never touched). */
+  private records(): { groups: GroupRecord[]; unreadable: string[] } {
+    const groups: GroupRecord[] = [];
+    const unreadable: string[] = [];
+    for (const raw of this.store.state.multi_agent_groups ?? []) {
+      const parsed = GroupRecordSchema.safeParse(raw);
+      if (parsed.success) groups.push(raw as GroupRecord);
+      else unreadable.push(`${raw.group_id}: ${parsed.error.issues[0]?.path.join(".") ?? ""} ${parsed.error.issues[0]?.message ?? "invalid"}`.trim());
+    }
+    return { groups, unreadable };
+  }
+
+  /** Picks up every group not finished: after a restart (or SIGKILL) nothing is lost. */
+  start(): void {
+    if (this.store.error) return;
+    const { groups, unreadable } = this.records();
+    for (const line of unreadable) this.state.log.event("group_unreadable", { problem: line });
+    for (const group of groups) {
+      if (isGroupFinished(group) || this.drivers.has(group.group_id)) continue;
+      this.state.log.event("group_continued", { projectRoot: group.project, groupId: group.group_id, phase: group.phase });
+      this.drive(group);
+    }
+  }
+
+  stop(): void {
+    for (const driver of this.drivers.values()) driver.stop();
+    this.drivers.clear();
+  }
+
+  private drive(group: GroupRecord): GroupDriver {
+    const driver = new GroupDriver({ state: this.state, store: this.store, slots: this.slots, countAsSuccess: this.countAsSuccess }, group);
+    this.drivers.set(group.group_id, driver);
+    void driver.ended.then(() => {
+      if (this.drivers.get(group.group_id) === driver) this.drivers.delete(group.group_id);
+    });
+    driver.run();
+    return driver;
+  }
+
+  /** Checks everything a group needs before any member is lined up, then records and starts it. */
+  async create(spec: GroupRunSpec): Promise<GroupRecord> {
+    this.store.ensureUsable();
+    const root = spec.root;
+    const pending = planGroupMembers({ kind: spec.kind, delegators: spec.delegators, sharedPrompt: spec.sharedPrompt, prompts: spec.prompts });
+    const config = await loadConfig(root);
+    const types = [...new Set(spec.delegators.map((d) => parseDelegator(d).agentType)), ...(spec.aggregate === "judge" ? [spec.judge ?? config.defaultAgent] : [])];
+    for (const type of types) {
+      let typeConfig;
+      try {
+        typeConfig = resolveAgentType(config, type);
+      } catch {
+        throw new PuError("INVALID_ARGUMENT", `unknown agent type '${type}' (known: ${Object.keys(config.agents).join(", ")})`);
+      }
+      await this.state.trust.require(root, [agentTypeTrustItem(root, type, typeConfig)]);
+    }
+    if (spec.aggregate === "gate" && !spec.gate) throw new PuError("INVALID_ARGUMENT", "aggregate gate needs a gate (--gate CMD) to run in every member's worktree");
+    if (spec.quorum !== undefined && spec.quorum > pending.length) {
+      throw new PuError("INVALID_ARGUMENT", `the quorum ${spec.quorum} is more than the group's ${pending.length} members`);
+    }
+    const base = spec.sharedWorktree ? null : (spec.base ?? (await currentBranch(root)));
+    if (!spec.sharedWorktree && !base) throw new PuError("INVALID_ARGUMENT", `${root} is on a detached HEAD; pass --base BRANCH for the members' worktrees`);
+    const settings: GroupSettings = {
+      aggregate: spec.aggregate ?? "collect",
+      join: spec.join ?? "all",
+      quorum: spec.quorum ?? 1,
+      gate: spec.gate ? { run: spec.gate.run, expect_exit: spec.gate.expect_exit ?? 0, timeout_seconds: spec.gate.timeout_seconds ?? 600 } : null,
+      max_retries: spec.maxRetries ?? 0,
+      timeout_minutes: spec.timeoutMinutes ?? null,
+      judge_agent: spec.aggregate === "judge" ? (spec.judge ?? config.defaultAgent) : null,
+      shared_worktree: spec.sharedWorktree ?? null,
+      base_branch: base,
+    };
+    const group: GroupRecord = {
+      group_id: `g-${randomBytes(3).toString("hex")}`,
+      ticket_id: spec.ticketId ?? "",
+      step_name: spec.stepName ?? "",
+      step_type: spec.kind,
+      agent_ids: [],
+      phase: "launching",
+      individual_outputs: {},
+      aggregated_output: null,
+      expected_total: pending.length,
+      pending_launches: pending,
+      agent_variant_keys: {},
+      project: root,
+      created_at: nowIso(),
+      finished_at: null,
+      settings,
+      members: Object.fromEntries(pending.map((p) => [p.variant_key, { delegator_name: p.delegator_name, prompt: p.prompt, attempts: 0 }])),
+    };
+    // Members write their outputs here (PU_OUTPUT_FILE); it exists before the first one starts.
+    await mkdir(groupDir(root, group.group_id), { recursive: true });
+    await this.store.update((s) => {
+      s.multi_agent_groups = [...(s.multi_agent_groups ?? []), group];
+    });
+    this.state.log.event("group_created", { projectRoot: root, groupId: group.group_id, kind: spec.kind, members: pending.length });
+    this.state.events.emit("group_changed", { projectRoot: root, groupId: group.group_id, phase: group.phase, kind: "created" });
+    this.drive(group);
+    return group;
+  }
+
+  find(root: string, groupId: string): GroupRecord {
+    this.store.ensureUsable();
+    const group = this.records().groups.find((g) => g.group_id === groupId && g.project === root);
+    if (!group) throw new PuError("NOT_FOUND", `no group ${groupId} in ${root} (pu group list shows the groups)`);
+    return group;
+  }
+
+  list(root: string): GroupsResults["group_list"] {
+    this.store.ensureUsable();
+    const { groups, unreadable } = this.records();
+    return { groups: groups.filter((g) => g.project === root).map((g) => groupView(g)), unreadable };
+  }
+
+  /** The group a workflow step started (not finished), so a restarted ticket waits for it instead of starting another. */
+  openGroupOfStep(root: string, ticketId: string, stepName: string): GroupRecord | undefined {
+    return this.records().groups.find((g) => g.project === root && g.ticket_id === ticketId && g.step_name === stepName && !isGroupFinished(g));
+  }
+
+  /** Settles when the group has ended (complete, failed or cancelled). */
+  async ended(group: GroupRecord): Promise<GroupRecord> {
+    if (isGroupFinished(group)) return group;
+    const driver = this.drivers.get(group.group_id) ?? this.drive(group);
+    return driver.ended;
+  }
+
+  async cancel(root: string, groupId: string): Promise<GroupRecord> {
+    const group = this.find(root, groupId);
+    if (isGroupFinished(group)) throw new PuError("INVALID_STATE", `group ${groupId} is already ${group.phase}`);
+    const driver = this.drivers.get(groupId) ?? this.drive(group);
+    await driver.cancel();
+    return group;
+  }
+
+  async diff(root: string, groupId: string, variant: string, stat: boolean): Promise<GroupsResults["group_diff"]> {
+    const group = this.find(root, groupId);
+    const member = memberOf(group, variant);
+    if (group.settings.shared_worktree) throw new PuError("INVALID_STATE", `group ${groupId}'s members share the worktree ${group.settings.shared_worktree}; pu diff ${group.settings.shared_worktree} shows it`);
+    if (!member.worktree_path || !member.branch || !group.settings.base_branch) throw new PuError("INVALID_STATE", `member ${variant} of ${groupId} has not started; it has no worktree yet`);
+    const changes = await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: group.settings.base_branch, stat });
+    return { ...changes, worktreeId: member.worktree_id ?? "", name: member.branch.replace(/^pu\//, ""), variant };
+  }
+
+  /** Merges the chosen member through the normal merge path; the others' worktrees (and the judge's) are cleaned unless `keep`. */
+  async pick(root: string, groupId: string, variant: string | undefined, keep: boolean, strategy: "merge" | "squash" | "ff-only"): Promise<GroupsResults["group_pick"]> {
+    const group = this.find(root, groupId);
+    if (!isGroupFinished(group)) throw new PuError("INVALID_STATE", `group ${groupId} is still ${group.phase}; pick once it has finished (pu group status ${groupId})`);
+    if (group.settings.shared_worktree) throw new PuError("INVALID_STATE", `group ${groupId}'s members shared one worktree; there is nothing to pick between`);
+    const winner = typeof group.aggregated_output?.winner === "string" ? group.aggregated_output.winner : undefined;
+    const chosen = variant ?? winner;
+    if (chosen === undefined) {
+      throw new PuError("INVALID_ARGUMENT", `group ${groupId} has no winner (aggregate ${group.settings.aggregate}${group.phase !== "complete" ? `, ${group.phase}` : ""}); name one: pu group pick ${groupId} VARIANT (${variantKeys(group).join(", ")})`);
+    }
+    const member = memberOf(group, chosen);
+    if (memberState(group, chosen) !== "done") throw new PuError("INVALID_STATE", `member ${chosen} of ${groupId} is ${memberState(group, chosen)}, not done; pick a member that finished its work`);
+    if (!member.worktree_id) throw new PuError("INVALID_STATE", `member ${chosen} of ${groupId} has no worktree`);
+    const merge = await mergeRecordedWorktree(this.state, root, { worktreeId: member.worktree_id, strategy, message: `pu group ${groupId}: pick ${chosen}` });
+    await this.store.update(() => {
+      group.picked = { variant_key: chosen, worktree_id: member.worktree_id ?? null, at: nowIso() };
+    });
+    this.state.log.event("group_picked", { projectRoot: root, groupId, variant: chosen, worktreeId: member.worktree_id });
+    if (keep) return { groupId, variant: chosen, merge, clean: null };
+    const judgeWorktree = (group as Record<string, unknown>).judge as { worktree_id?: string | null } | undefined;
+    const others = [
+      ...variantKeys(group)
+        .filter((v) => v !== chosen)
+        .map((v) => group.members[v]?.worktree_id),
+      judgeWorktree?.worktree_id,
+    ].filter((id): id is string => typeof id === "string" && id !== "");
+    const manifest = await this.state.store.read(root);
+    const toClean = others.filter((id) => manifest.worktrees[id] && manifest.worktrees[id].status !== "cleaned");
+    // The others' work is what the person chose against; --keep is how to keep it.
+    const clean = toClean.length > 0 ? await cleanWorktrees(this.state, root, { worktreeIds: toClean, force: true }) : null;
+    return { groupId, variant: chosen, merge, clean };
+  }
+}
+
+function memberOf(group: GroupRecord, variant: string): NonNullable<GroupRecord["members"][string]> {
+  const member = group.members[variant];
+  if (!member) throw new PuError("NOT_FOUND", `group ${group.group_id} has no member ${variant} (members: ${variantKeys(group).join(", ")})`);
+  return member;
+}
+
+export function groupView(group: GroupRecord): GroupView {
+  const aggregated = group.aggregated_output ?? null;
+  const ranking = Array.isArray(aggregated?.ranking) ? (aggregated.ranking as string[]) : [];
+  const members: GroupMemberView[] = variantKeys(group).map((variant) => {
+    const member = group.members[variant];
+    const result = group.individual_outputs?.[variant];
+    const { agentType, model } = parseDelegator(member?.delegator_name ?? "unknown");
+    const rank = ranking.indexOf(variant);
+    return {
+      variant,
+      delegator: member?.delegator_name ?? "",
+      agentType,
+      model: model ?? null,
+      state: memberState(group, variant),
+      agentId: member?.agent_id ?? null,
+      worktreeId: member?.worktree_id ?? null,
+      worktreePath: member?.worktree_path ?? null,
+      branch: member?.branch ?? null,
+      startedAt: member?.started_at ?? null,
+      seconds: result?.seconds ?? (member?.started_at ? Math.round((Date.now() - Date.parse(member.started_at)) / 100) / 10 : null),
+      exitCode: result?.exit_code ?? null,
+      reason: result?.reason ?? null,
+      gate: result?.gate ? { passed: result.gate.passed, exitCode: result.gate.exit_code ?? null, attempts: result.gate.attempts } : null,
+      diff: result?.diff ?? null,
+      output: result?.output ?? null,
+      outputSource: result?.output_source ?? null,
+      judgeRank: rank >= 0 ? rank + 1 : null,
+    };
+  });
+  const reasons = aggregated?.reasons;
+  return {
+    groupId: group.group_id,
+    project: group.project,
+    kind: group.step_type,
+    phase: group.phase,
+    ticketId: group.ticket_id,
+    stepName: group.step_name,
+    createdAt: group.created_at,
+    finishedAt: group.finished_at ?? null,
+    aggregate: group.settings.aggregate,
+    join: group.settings.join,
+    quorum: group.settings.quorum,
+    gate: group.settings.gate?.run ?? null,
+    expectedTotal: group.expected_total ?? members.length,
+    pendingLaunches: group.pending_launches?.length ?? 0,
+    members,
+    winner: typeof aggregated?.winner === "string" ? aggregated.winner : null,
+    reasons: typeof reasons === "string" || (reasons !== null && typeof reasons === "object") ? (reasons as string | Record<string, string>) : null,
+    failureReasons: group.failure_reasons ?? [],
+    picked: group.picked?.variant_key ?? null,
+    aggregatedText: aggregatedText(group),
+  };
+}

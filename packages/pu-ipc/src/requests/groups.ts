@@ -1,0 +1,99 @@
+// Multi-agent groups: one task fanned out to several agent types, models or prompts, compared,
+// one picked. Each request: its schema and its result (default client timeouts: request-timeouts.ts).
+import { z } from "zod";
+import { AGGREGATE_MODES, GROUP_KINDS, JOIN_MODES, type DiffStat, type MemberState } from "@pu/core/group";
+import { Name, ProjectRoot, Text, req } from "../fields.js";
+import type { CleanResult, MergeResult, WorktreeDiff } from "./worktrees.js";
+
+const GroupId = z.string().min(1).max(64);
+const VariantKey = z.string().min(1).max(200);
+
+export const GroupRunRequest = req("group_run", {
+  projectRoot: ProjectRoot,
+  kind: z.enum(GROUP_KINDS),
+  /** Delegators: agent types, or `type:model`. */
+  agents: z.array(Name.min(1)).min(1).max(100),
+  /** Text every member gets (multi_prompt and matrixed put each prompt variant after it). */
+  prompt: Text,
+  prompts: z.array(Text).max(100).default([]),
+  aggregate: z.enum(AGGREGATE_MODES).optional(),
+  join: z.enum(JOIN_MODES).optional(),
+  quorum: z.number().int().min(1).max(1000).optional(),
+  /** The person's own check (typed on their command line, so no trust is asked). */
+  gate: z.string().min(1).max(65536).optional(),
+  gateTimeoutSeconds: z.number().positive().optional(),
+  maxRetries: z.number().int().min(0).max(20).optional(),
+  timeoutMinutes: z.number().positive().optional(),
+  judge: Name.min(1).optional(),
+  /** The branch every member starts from (default: the project's current branch). */
+  base: Name.min(1).optional(),
+});
+export const GroupListRequest = req("group_list", { projectRoot: ProjectRoot });
+export const GroupStatusRequest = req("group_status", { projectRoot: ProjectRoot, groupId: GroupId });
+export const GroupCancelRequest = req("group_cancel", { projectRoot: ProjectRoot, groupId: GroupId });
+export const GroupDiffRequest = req("group_diff", { projectRoot: ProjectRoot, groupId: GroupId, variant: VariantKey, stat: z.boolean().optional() });
+export const GroupPickRequest = req("group_pick", {
+  projectRoot: ProjectRoot,
+  groupId: GroupId,
+  /** Default: the group's winner. */
+  variant: VariantKey.optional(),
+  /** Keep the other members' worktrees. */
+  keep: z.boolean().optional(),
+  strategy: z.enum(["merge", "squash", "ff-only"]).default("merge"),
+});
+
+export interface GroupMemberView {
+  variant: string;
+  delegator: string;
+  agentType: string;
+  model: string | null;
+  state: MemberState;
+  agentId: string | null;
+  worktreeId: string | null;
+  worktreePath: string | null;
+  branch: string | null;
+  startedAt: string | null;
+  seconds: number | null;
+  exitCode: number | null;
+  reason: string | null;
+  gate: { passed: boolean; exitCode: number | null; attempts: number } | null;
+  diff: DiffStat | null;
+  output: string | null;
+  outputSource: "file" | "screen" | "none" | null;
+  /** 1 = the judge's first choice. */
+  judgeRank: number | null;
+}
+
+export interface GroupView {
+  groupId: string;
+  project: string;
+  kind: string;
+  phase: string;
+  /** Empty for a group started by hand. */
+  ticketId: string;
+  stepName: string;
+  createdAt: string;
+  finishedAt: string | null;
+  aggregate: string;
+  join: string;
+  quorum: number;
+  gate: string | null;
+  expectedTotal: number;
+  pendingLaunches: number;
+  members: GroupMemberView[];
+  winner: string | null;
+  reasons: string | Record<string, string> | null;
+  failureReasons: string[];
+  picked: string | null;
+  /** The members' outputs side by side (markdown), once the group is complete. */
+  aggregatedText: string | null;
+}
+
+export interface GroupsResults {
+  group_run: GroupView;
+  group_list: { groups: GroupView[]; unreadable: string[] };
+  group_status: GroupView;
+  group_cancel: GroupView;
+  group_diff: WorktreeDiff & { variant: string };
+  group_pick: { groupId: string; variant: string; merge: MergeResult; clean: CleanResult | null };
+}
