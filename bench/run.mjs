@@ -17,6 +17,7 @@ const BENCHMARKS = [
   { name: "dash", load: () => import("./dash.mjs") },
   { name: "real-agents", load: () => import("./real-agents.mjs") },
   { name: "plans", load: () => import("./plans.mjs") },
+  { name: "groups", load: () => import("./groups.mjs") },
   { name: "manifest", load: () => import("./manifest.mjs") },
   { name: "ipc", load: () => import("./ipc.mjs"), adapt: adaptIpc },
   { name: "queue", load: () => import("./queue.mjs") },

@@ -18,6 +18,7 @@ steps:
   - name: compare
     prompt: "Try it three ways."
     type: multi_model
+    agents: [claude, codex]
     read_only: true
 `;
 
@@ -29,7 +30,7 @@ describe("workflows", () => {
     expect(workflow.steps.map((s) => s.name)).toEqual(["plan", "implement", "compare"]);
     expect(workflow.steps[0]).toMatchObject({ artifact: "PLAN.md", review: "plan", max_retries: 2 });
     expect(workflow.steps[1]).toMatchObject({ agent: "codex", gate: { run: "pnpm test", expect_exit: 0 }, max_retries: 3, timeout_minutes: 30 });
-    expect(workflow.steps[2]).toMatchObject({ type: "multi_model", read_only: true });
+    expect(workflow.steps[2]).toMatchObject({ type: "multi_model", agents: ["claude", "codex"], read_only: true });
   });
 
   it("names the file and the field of a mistake; unknown keys are warnings", () => {

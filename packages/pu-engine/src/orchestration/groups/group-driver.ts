@@ -61,7 +61,17 @@ function pathWithPu(): string {
 
 /** The turn a launch started: typed after start, or given on the command line and followed from the start. */
 function firstTurnOf(state: EngineState, launched: LaunchedAgent, timeoutMs: number | undefined, signal: AbortSignal): Promise<TurnResult> {
-  return launched.firstTurn ?? awaitAnswer(state, launched.live, 0, { signal, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
+  return withTimeLimit(launched.firstTurn ?? awaitAnswer(state, launched.live, 0, { signal }), timeoutMs);
+}
+
+/** The turn, or `timed_out` once `timeoutMs` has passed with the agent still at it (it keeps running). */
+function withTimeLimit(turnDone: Promise<TurnResult>, timeoutMs: number | undefined): Promise<TurnResult> {
+  if (timeoutMs === undefined) return turnDone;
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<TurnResult>((resolve) => {
+    timer = setTimeout(() => resolve({ outcome: "timed_out", output: "", fromOffset: 0, toOffset: 0, durationMs: timeoutMs }), Math.min(timeoutMs, 2 ** 31 - 1));
+  });
+  return Promise.race([turnDone, limit]).finally(() => clearTimeout(timer));
 }
 
 async function lastScreenLines(live: LiveAgent): Promise<string> {
@@ -229,7 +239,7 @@ export class GroupDriver {
   private async followRecovered(variant: string, live: LiveAgent): Promise<void> {
     const release = this.ctx.slots.take(this.root);
     this.lives.set(variant, live);
-    await this.follow(variant, live, (limit) => awaitAnswer(this.ctx.state, live, 0, { signal: this.abort.signal, ...(limit !== undefined ? { timeoutMs: limit } : {}) }), release);
+    await this.follow(variant, live, (limit) => withTimeLimit(awaitAnswer(this.ctx.state, live, 0, { signal: this.abort.signal }), limit), release);
   }
 
   // ---- following a member ------------------------------------------------------------------
@@ -291,7 +301,7 @@ export class GroupDriver {
           "Please fix the cause; the check runs again when you are done.",
         ].join("\n");
         const limit = this.timeLeft(variant);
-        result = await turn(this.ctx.state, live, fix, { signal: this.abort.signal, ...(limit !== undefined ? { timeoutMs: limit } : {}) });
+        result = await withTimeLimit(turn(this.ctx.state, live, fix, { signal: this.abort.signal }), limit);
       }
       if (this.shuttingDown || this.stopping.has(variant)) return;
       await this.finishMember(variant, live, outcome);
