@@ -144,10 +144,11 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Only a first look: runs that fell due while no daemon ran are counted as missed, not fired.
     scheduler = new Scheduler(state, () => workQueue.paused);
     await scheduler.start();
+    // In-progress tickets continue (agents resumed or re-prompted), then queued ones dispatch.
+    // First, so no group's slot request runs a dispatch pass before the tickets in flight are known.
+    await workQueue.start();
     // Unfinished groups go on: pending launches line up again, interrupted members restart in their worktrees.
     groups.start();
-    // In-progress tickets continue (agents resumed or re-prompted), then queued ones dispatch.
-    await workQueue.start();
     // Unfinished plan sessions go on from their phase (a killed daemon's workers are re-prompted).
     await plans.resumeAll();
   } catch (err) {
