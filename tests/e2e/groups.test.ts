@@ -239,17 +239,7 @@ describe("multi-agent groups", { timeout: 240_000 }, () => {
     await scenario("sigkill", { default: { lines: 1, slowMs: 2500 } }, 1);
     const started = await sb.puJson<GroupJson>(["group", "run", "survive", "--agents", "alpha,beta", "--quorum", "2"]);
     await waitFor("the first member running", async () => (await status(started.groupId)).members.some((m) => m.state === "running"), 60_000);
-    const pid = sb.noteDaemonPid();
-    expect(pid).toBeDefined();
-    process.kill(pid!, "SIGKILL");
-    await waitFor("the daemon to be gone", () => {
-      try {
-        process.kill(pid!, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+    await sb.sigkillDaemon();
     const file = path.join(sb.base, "sigkill.json");
     await sb.ok(["health"], { env: { GROUP_TEST_SCENARIO: file } });
     const done = await finished(started.groupId);

@@ -170,17 +170,7 @@ describe("plan sessions", { timeout: 240_000 }, () => {
     await sb.ok(["daemon", "restart"], { env: { PLAN_TEST_SCENARIO: scenario } });
     const { sessionId } = await sb.puJson<PlanJson>(["plan", "start", "survive a crash", "--auto", "--skip-verify"]);
     await waitFor("task a in progress", async () => (await sb.puJson<PlanJson>(["plan", "status", sessionId])).tasks.find((t) => t.id === "a")?.worker, 60_000);
-    const pid = sb.noteDaemonPid();
-    expect(pid).toBeDefined();
-    process.kill(pid!, "SIGKILL");
-    await waitFor("the daemon to be gone", () => {
-      try {
-        process.kill(pid!, 0);
-        return false;
-      } catch {
-        return true;
-      }
-    });
+    await sb.sigkillDaemon();
     // Any command starts the next daemon, which resumes the session.
     await sb.ok(["health"], { env: { PLAN_TEST_SCENARIO: scenario } });
     const done = await waitFor("the session to complete after the crash", async () => {

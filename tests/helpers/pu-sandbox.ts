@@ -276,6 +276,14 @@ export class PuSandbox {
   }
 
   /** The pid in `$PU_HOME/daemon.pid`, remembered for teardown. */
+  /** SIGKILLs the running daemon (by its recorded pid) and waits until it is gone: a crash mid-operation. */
+  async sigkillDaemon(): Promise<void> {
+    const pid = this.noteDaemonPid();
+    if (pid === undefined) throw new Error(`no daemon pid in ${this.home}`);
+    process.kill(pid, "SIGKILL");
+    await waitFor("the daemon to be gone", () => !isProcessAlive(pid));
+  }
+
   noteDaemonPid(): number | undefined {
     try {
       const pid = Number.parseInt(readFileSync(path.join(this.home, "daemon.pid"), "utf8").trim(), 10);

@@ -202,3 +202,15 @@ export async function readGateRuns(projectRoot: string, key: string): Promise<Ga
   }
   return runs;
 }
+
+/** What an agent is told when its gate failed and it gets another try: the result and the output's tail. */
+export function gateFixRequest(outcome: GateOutcome, expectedExit: number, attempt: number, attempts: number, tailBytes = 2000): string {
+  const bytes = Buffer.from(outcome.output.trimEnd());
+  const tail = bytes.subarray(Math.max(0, bytes.length - tailBytes)).toString("utf8");
+  const result = outcome.timedOut ? "timed out" : `exited ${outcome.exitCode ?? "?"} (expected ${expectedExit})`;
+  return [
+    `The check \`${outcome.command}\` ${result} (attempt ${attempt} of ${attempts}).`,
+    tail ? `Its output ends with:\n${tail}` : "It printed nothing.",
+    "Please fix the cause; the check runs again when you are done.",
+  ].join("\n");
+}

@@ -3,6 +3,7 @@ import type { GroupView } from "@pu/ipc/protocol";
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { writeGroupCompare, writeGroupSummary } from "../../group-view.js";
+import { positiveNumberOption, wholeNumberOption } from "../../number-options.js";
 import { PuCommand } from "../../pu-command.js";
 import { readFileOption } from "../../read-file-option.js";
 import { CliUsageError } from "../../usage-error.js";
@@ -11,19 +12,6 @@ const AGGREGATES = ["collect", "gate", "judge"] as const;
 const JOINS = ["all", "first"] as const;
 const FINISHED = ["complete", "failed", "cancelled"];
 const WAIT_POLL_MS = 300;
-
-function wholeNumber(flag: string, raw: string | undefined, min: number): number | undefined {
-  if (raw === undefined) return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new CliUsageError(`${flag} expects a whole number of at least ${min}, got "${raw}"`);
-  return Number(raw);
-}
-
-function positiveNumber(flag: string, raw: string | undefined): number | undefined {
-  if (raw === undefined) return undefined;
-  const n = Number(raw);
-  if (!/^\d+(\.\d+)?$/.test(raw) || n <= 0) throw new CliUsageError(`${flag} expects a positive number, got "${raw}"`);
-  return n;
-}
 
 function oneOf<T extends string>(flag: string, raw: string | undefined, allowed: readonly T[]): T | undefined {
   if (raw === undefined) return undefined;
@@ -102,11 +90,11 @@ export default class GroupRunCommand extends PuCommand {
       prompts,
       ...(aggregate !== undefined ? { aggregate } : {}),
       ...(join !== undefined ? { join } : {}),
-      ...optional("quorum", wholeNumber("--quorum", this.quorum, 1)),
+      ...optional("quorum", wholeNumberOption("--quorum", this.quorum, 1)),
       ...(this.gate !== undefined ? { gate: this.gate } : {}),
-      ...optional("gateTimeoutSeconds", positiveNumber("--gate-timeout", this.gateTimeout)),
-      ...optional("maxRetries", wholeNumber("--retries", this.retries, 0)),
-      ...optional("timeoutMinutes", positiveNumber("--timeout", this.timeout)),
+      ...optional("gateTimeoutSeconds", positiveNumberOption("--gate-timeout", this.gateTimeout)),
+      ...optional("maxRetries", wholeNumberOption("--retries", this.retries, 0)),
+      ...optional("timeoutMinutes", positiveNumberOption("--timeout", this.timeout)),
       ...(this.judge !== undefined ? { judge: this.judge } : {}),
       ...(this.base !== undefined ? { base: this.base } : {}),
     };

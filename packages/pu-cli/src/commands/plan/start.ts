@@ -1,14 +1,8 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { writePlanSummary } from "../../plan-view.js";
+import { wholeNumberOption } from "../../number-options.js";
 import { PuCommand } from "../../pu-command.js";
-import { CliUsageError } from "../../usage-error.js";
-
-function count(flag: string, raw: string | undefined, min: number): number | undefined {
-  if (raw === undefined) return undefined;
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new CliUsageError(`${flag} expects a whole number of at least ${min}, got "${raw}"`);
-  return Number(raw);
-}
 
 export default class PlanStartCommand extends PuCommand {
   static override paths = [["plan", "start"]];
@@ -38,8 +32,8 @@ export default class PlanStartCommand extends PuCommand {
       skipVerify: this.skipVerify,
       planOnly: this.planOnly,
       auto: this.auto,
-      ...(count("--max-workers", this.maxWorkers, 0) !== undefined ? { maxWorkers: count("--max-workers", this.maxWorkers, 0) } : {}),
-      ...(count("--max-iterations", this.maxIterations, 1) !== undefined ? { maxIterations: count("--max-iterations", this.maxIterations, 1) } : {}),
+      ...(wholeNumberOption("--max-workers", this.maxWorkers, 0) !== undefined ? { maxWorkers: wholeNumberOption("--max-workers", this.maxWorkers, 0) } : {}),
+      ...(wholeNumberOption("--max-iterations", this.maxIterations, 1) !== undefined ? { maxIterations: wholeNumberOption("--max-iterations", this.maxIterations, 1) } : {}),
     };
     const plan = await withDaemon((client) => client.request("plan_start", fields));
     return this.report.result(plan, (out) => writePlanSummary(out, plan));

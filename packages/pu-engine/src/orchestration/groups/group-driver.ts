@@ -30,7 +30,7 @@ import { commitAllChanges } from "../../git/commit.js";
 import { diffWorktree } from "../../git/diff.js";
 import { locatePuCli } from "../../pu-cli-path.js";
 import { nowIso, type EngineState } from "../../state.js";
-import { appendGateRun, runGate, toGateRun } from "../../workflows/gates.js";
+import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../workflows/gates.js";
 import type { LaunchSlots, SlotRequest } from "../launch-slots.js";
 import type { OperatorStateStore } from "../queue/state-store.js";
 import { groupDir, judgeInputFile, memberOutputFile, verdictFile } from "./group-files.js";
@@ -295,11 +295,7 @@ export class GroupDriver {
           const member = this.group.members[variant];
           if (member) member.attempts = attempt + 1;
         });
-        const fix = [
-          `The check \`${settings.gate.run}\` ${gate.timedOut ? "timed out" : `exited ${gate.exitCode ?? "?"} (expected ${settings.gate.expect_exit})`} (attempt ${attempt} of ${settings.max_retries + 1}).`,
-          gate.output.trim() ? `Its output ends with:\n${tail(gate.output.trimEnd(), FIX_OUTPUT_CHARS)}` : "It printed nothing.",
-          "Please fix the cause; the check runs again when you are done.",
-        ].join("\n");
+        const fix = gateFixRequest(gate, settings.gate.expect_exit, attempt, settings.max_retries + 1, FIX_OUTPUT_CHARS);
         const limit = this.timeLeft(variant);
         result = await withTimeLimit(turn(this.ctx.state, live, fix, { signal: this.abort.signal }), limit);
       }

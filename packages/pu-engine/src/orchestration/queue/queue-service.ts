@@ -28,7 +28,7 @@ import { startTurn, type TurnResult } from "../../agents/turn.js";
 import { mergeWorktree } from "../../git/merge.js";
 import type { GroupService } from "../groups/group-service.js";
 import { nowIso, type EngineState } from "../../state.js";
-import { appendGateRun, runGate, toGateRun } from "../../workflows/gates.js";
+import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../workflows/gates.js";
 import type { LaunchSlots } from "../launch-slots.js";
 import { OperatorStateStore, operatorStatePath } from "./state-store.js";
 import { appendHistory, ensureTicketDirs, findTicket, moveTicket, scanTickets, watchQueueFolder, writeTicketField } from "./tickets.js";
@@ -803,14 +803,7 @@ export class QueueService {
     await appendGateRun(run.root, live.agentId, record).catch((err: unknown) => this.state.log.event("gate_record_failed", { error: err }));
     this.state.log.event("ticket_gate", { projectRoot: run.root, ticketId: run.ticketId, step: step.name, passed: record.passed, exitCode: outcome.exitCode });
     if (record.passed) return undefined;
-    const bytes = Buffer.from(outcome.output.trimEnd());
-    const tail = bytes.subarray(Math.max(0, bytes.length - FIX_OUTPUT_BYTES)).toString("utf8");
-    const result = outcome.timedOut ? "timed out" : `exited ${outcome.exitCode ?? "?"} (expected ${step.gate.expect_exit})`;
-    return [
-      `The check \`${step.gate.run}\` ${result} (attempt ${attempt + 1} of ${step.max_retries + 1}).`,
-      tail ? `Its output ends with:\n${tail}` : "It printed nothing.",
-      "Please fix the cause; the check runs again when you are done.",
-    ].join("\n");
+    return gateFixRequest(outcome, step.gate.expect_exit, attempt + 1, step.max_retries + 1, FIX_OUTPUT_BYTES);
   }
 
   private async markAwaiting(run: TicketRun, reviewState: string | null, message: string | null): Promise<void> {
