@@ -104,13 +104,15 @@ describe("pu dash in a terminal", { timeout: 120_000 }, () => {
     await waitScreen("its row broken", (t) => /shell\s+Terminal\s+terminal\s+broken/.test(t));
   });
 
-  it("tab shows the work queue, then the plan sessions, then the screen again", async () => {
+  it("tab shows the work queue, then the plan sessions, then the groups, then the screen again", async () => {
     keys("Tab");
     await waitScreen("the queue tab", (t) => t.includes("work queue") && /queue running: 0\/\d+ slots used/.test(t) && t.includes("no tickets"));
     keys("Tab");
     await waitScreen("the plans tab", (t) => t.includes("plan sessions") && t.includes("no plan sessions"));
     keys("Tab");
-    await waitScreen("the screen again", (t) => !t.includes("plan sessions") && !t.includes("work queue"));
+    await waitScreen("the groups tab", (t) => t.includes("multi-agent groups") && t.includes("no groups"));
+    keys("Tab");
+    await waitScreen("the screen again", (t) => !t.includes("multi-agent groups") && !t.includes("plan sessions") && !t.includes("work queue"));
   });
 
   it("fits a resize to 80×24, and q gives the terminal back", async () => {

@@ -61,7 +61,7 @@ describe("multi-agent groups", { timeout: 240_000 }, () => {
     mkdirSync(path.join(sb.root, ".pu/workflows"), { recursive: true });
     writeFileSync(
       path.join(sb.root, ".pu/workflows/TASK.yaml"),
-      'steps:\n  - name: explore\n    type: multi_model\n    agents: [alpha, beta]\n    prompt: "try {{TITLE}}"\n  - name: report\n    prompt: "{{GROUP_OUTPUT}}"\n',
+      'steps:\n  - name: explore\n    type: multi_model\n    agents: [alpha, beta]\n    prompt: "try {{TITLE}} into {{OUTPUT_FILE}}"\n  - name: report\n    prompt: "{{GROUP_OUTPUT}}"\n',
     );
     await sb.ok(["trust"]);
   });
@@ -260,6 +260,8 @@ describe("multi-agent groups", { timeout: 240_000 }, () => {
     const group = stateFile().multi_agent_groups.find((g) => (g as { ticket_id?: string }).ticket_id === "TASK-0001");
     expect(group).toMatchObject({ step_type: "multi_model", phase: "complete", step_name: "explore" });
     expect(Object.keys(group!.individual_outputs).sort()).toEqual(["alpha", "beta"]);
+    // {{OUTPUT_FILE}} in a group step names each member's own file, through its environment.
+    expect(group!.individual_outputs.alpha?.output).toContain("try both ways into $PU_OUTPUT_FILE");
     expect(done.ticket.history?.map((h) => h.event)).toEqual(["dispatched", "group started", "step done", "step done", "done"]);
   });
 

@@ -40,7 +40,7 @@ class Dashboard {
   mode: Mode = { kind: "list" };
   screen: string[] = [];
   /** What the right pane shows: the selected agent's screen, the work queue, or plan sessions. */
-  tab: "screen" | "queue" | "plans" = "screen";
+  tab: "screen" | "queue" | "plans" | "groups" = "screen";
   tabLines: string[] = [];
   screenFor: { agentId: string; hash: string | undefined } | undefined;
   message = "";
@@ -192,7 +192,7 @@ class Dashboard {
     this.draw();
   }
 
-  /** The queue or plans tab, read from the daemon (on switching to it and on each status change). */
+  /** The queue, plans or groups tab, read from the daemon (on switching to it and on each status change). */
   async refreshTab(): Promise<void> {
     const client = this.client;
     if (!client || this.tab === "screen") return;
@@ -206,6 +206,16 @@ class Dashboard {
         if (q.waiting.length > 0) lines.push("waiting:");
         for (const t of q.waiting) lines.push(`  ${t.id}  ${t.priority}  ${t.title}`);
         if (q.running.length === 0 && q.waiting.length === 0) lines.push("no tickets (pu ticket create TITLE --type FEAT)");
+      } else if (this.tab === "groups") {
+        for (const root of roots) {
+          const { groups } = await client.request("group_list", { projectRoot: root });
+          for (const group of groups) {
+            const done = group.members.filter((m) => m.state === "done").length;
+            lines.push(`${group.groupId}  ${group.phase}  ${done}/${group.members.length} done  ${group.kind}, ${group.aggregate}${group.winner ? `  winner ${group.winner}` : ""}`);
+            for (const m of group.members) lines.push(`  ${m.state.padEnd(9)} ${m.variant}${m.agentId ? ` [${m.agentId}]` : ""}${m.reason ? `  ${m.reason}` : ""}`);
+          }
+        }
+        if (lines.length === 0) lines.push("no groups (pu group run PROMPT --agents a,b)");
       } else {
         for (const root of roots) {
           const { plans } = await client.request("plan_list", { projectRoot: root });
@@ -225,7 +235,8 @@ class Dashboard {
   }
 
   nextTab(): void {
-    this.tab = this.tab === "screen" ? "queue" : this.tab === "queue" ? "plans" : "screen";
+    const order = ["screen", "queue", "plans", "groups"] as const;
+    this.tab = order[(order.indexOf(this.tab) + 1) % order.length] ?? "screen";
     this.tabLines = [];
     void this.refreshTab();
     this.draw();
@@ -305,7 +316,8 @@ class Dashboard {
 }
 
 const STATUS_COLOR: Record<string, string> = { streaming: "green", waiting: "yellow", broken: "red", benched: "gray" };
-const KEYS = "q quit  ? help  ↑↓/jk select  ⏎ attach  s send  K kill  d diff  m merge  c clean  b bench  p play  tab screen/queue/plans  n new  / filter";
+const TAB_TITLES = { screen: "", queue: "work queue (tab: plans)", plans: "plan sessions (tab: groups)", groups: "multi-agent groups (tab: screen)" } as const;
+const KEYS = "q quit  ? help  ↑↓/jk select  ⏎ attach  s send  K kill  d diff  m merge  c clean  b bench  p play  tab screen/queue/plans/groups  n new  / filter";
 
 type InkKey = Parameters<Parameters<typeof useInput>[0]>[1];
 const NO_KEY = {} as InkKey;
@@ -411,7 +423,7 @@ function DashView({ dash }: { dash: Dashboard }): React.ReactElement {
   } else if (mode.kind === "help") {
     right = KEYS.split("  ").map((k, i) => h(Text, { key: i }, fit(k, screenWidth)));
   } else if (dash.tab !== "screen") {
-    right = [h(Text, { key: "t", bold: true }, fit(dash.tab === "queue" ? "work queue (tab: plans)" : "plan sessions (tab: screen)", screenWidth)), ...dash.tabLines.slice(0, bodyHeight - 1).map((l, i) => h(Text, { key: i }, fit(l, screenWidth) || " "))];
+    right = [h(Text, { key: "t", bold: true }, fit(TAB_TITLES[dash.tab], screenWidth)), ...dash.tabLines.slice(0, bodyHeight - 1).map((l, i) => h(Text, { key: i }, fit(l, screenWidth) || " "))];
   } else {
     const current = dash.current();
     const lines = [...dash.screen];

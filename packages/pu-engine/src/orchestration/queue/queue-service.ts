@@ -662,7 +662,8 @@ export class QueueService {
     try {
       let group = groups.openGroupOfStep(run.root, run.ticketId, step.name);
       if (!group) {
-        const vars = await this.stepVars(run, ticket, step);
+        // Each member has its own output file: {{OUTPUT_FILE}} names it through the member's environment.
+        const vars = { ...(await this.stepVars(run, ticket, step)), OUTPUT_FILE: "$PU_OUTPUT_FILE" };
         const config = await loadConfig(run.root);
         const stats = this.store.state.project_llm_stats?.[run.root];
         const single = stepAgent(step, ticket, stats?.preferred_tool, config.defaultAgent);
