@@ -266,17 +266,26 @@ describe("multi-agent groups", { timeout: 240_000 }, () => {
   });
 
   it("bad input: one line and the documented exit code, nothing started", async () => {
-    const one = await sb.pu(["group", "run", "x", "--agents", "alpha"]);
-    expect(one.code).toBe(2);
-    expect(one.stderr.trim().split("\n")).toHaveLength(1);
-    const unknown = await sb.pu(["group", "run", "x", "--agents", "alpha,nosuch"]);
-    expect(unknown.code).not.toBe(0);
-    expect(unknown.stderr).toMatch(/unknown agent type 'nosuch'/);
-    const missing = await sb.pu(["group", "status", "g-000000"]);
-    expect(missing.stderr).toMatch(/no group g-000000/);
-    const quorum = await sb.pu(["group", "run", "x", "--agents", "alpha,beta", "--quorum", "3"]);
-    expect(quorum.stderr).toMatch(/quorum 3 is more than the group's 2 members/);
     const before = stateFile().multi_agent_groups.length;
-    expect((await sb.puJson<{ groups: unknown[] }>(["group", "list"])).groups).toHaveLength(before);
+    const refused = async (args: string[], code: number, message: RegExp) => {
+      const run = await sb.pu(args);
+      expect(run.code, `pu ${args.join(" ")}: ${run.stderr}`).toBe(code);
+      expect(run.stderr.trim().split("\n")).toHaveLength(1);
+      expect(run.stderr).toMatch(message);
+    };
+    // Usage mistakes (2), caught by the CLI or by the daemon's checks.
+    await refused(["group", "run", "x", "--agents", "alpha"], 2, /two --prompt-file variants/);
+    await refused(["group", "run", "x", "--agents", "alpha,beta", "--quorum", "zero"], 2, /--quorum expects a whole number/);
+    await refused(["group", "run", "x", "--agents", "alpha,beta", "--aggregate", "gate"], 2, /--aggregate gate needs --gate/);
+    await refused(["group", "run", "x", "--agents", "alpha,beta", "--model", "gamma=m"], 2, /gamma is not one of --agents/);
+    await refused(["group", "run", "x", "--agents", "alpha,nosuch"], 2, /unknown agent type 'nosuch'/);
+    await refused(["group", "run", "x", "--agents", "alpha,beta", "--quorum", "3"], 2, /quorum 3 is more than the group's 2 members/);
+    // Not there (3).
+    await refused(["group", "status", "g-000000"], 3, /no group g-000000/);
+    const any = (await sb.puJson<{ groups: GroupJson[] }>(["group", "list"])).groups[0]!;
+    await refused(["group", "diff", any.groupId, "nosuch"], 3, /has no member nosuch/);
+    // Not in a state for it (1).
+    await refused(["group", "cancel", any.groupId], 1, /is already (complete|failed|cancelled)/);
+    expect(stateFile().multi_agent_groups).toHaveLength(before);
   });
 });
