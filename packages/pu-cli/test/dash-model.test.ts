@@ -1,18 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { StatusReport } from "@pu/ipc/protocol";
+import { agentRow as agent } from "./agent-row.js";
 import { dashRows, newlyWaiting, statusLabel } from "../src/dash/model.js";
 
-const agent = (id: string, fields: Record<string, unknown> = {}) => ({
-  id,
-  name: id,
-  agentType: "terminal",
-  status: "streaming",
-  storedStatus: "streaming",
-  startedAt: "2026-03-08T12:00:00.000Z",
-  idleSeconds: 3,
-  live: true,
-  ...fields,
-});
 
 const report = (root: string, fields: Record<string, unknown>) =>
   ({ projectRoot: root, createdAt: "", updatedAt: "", agents: {}, worktrees: {}, ...fields }) as unknown as StatusReport;

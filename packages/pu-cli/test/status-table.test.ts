@@ -1,19 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { StatusReport } from "@pu/ipc/protocol";
+import { agentRow as agent } from "./agent-row.js";
 import { colorEnabled } from "../src/output.js";
 import { renderStatusTable, statusRows } from "../src/status-table.js";
 
-const agent = (id: string, fields: Record<string, unknown>) => ({
-  id,
-  name: id,
-  agentType: "terminal",
-  status: "streaming",
-  storedStatus: "streaming",
-  startedAt: "2026-03-08T12:00:00.000Z",
-  idleSeconds: 3,
-  live: true,
-  ...fields,
-});
 
 const report = {
   projectRoot: "/work/app",
