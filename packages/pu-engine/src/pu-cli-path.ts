@@ -18,3 +18,9 @@ export function locatePuCli(env: NodeJS.ProcessEnv = process.env): string | unde
   }
   return undefined;
 }
+
+/** The daemon's PATH with the pu CLI's directory first, for agents that call `pu` themselves. */
+export function pathWithPuCli(): string {
+  const cli = locatePuCli();
+  return cli ? `${path.dirname(cli)}${path.delimiter}${process.env.PATH ?? ""}` : (process.env.PATH ?? "");
+}

@@ -23,7 +23,7 @@ import { agentIn, nowIso, refuseWhileStopping, worktreeIn, type EngineState } fr
 import { buildEnv, buildLaunch, type Launch } from "./launch-command.js";
 import type { LiveAgent } from "./live-agent.js";
 import { dropSession, registerSession } from "./registry.js";
-import { startTurn, type TurnResult } from "./turn.js";
+import { awaitAnswer, startTurn, type TurnResult } from "./turn.js";
 import { turnHookArgs } from "./cli-hooks.js";
 
 /** Where a new agent runs. */
@@ -84,7 +84,8 @@ function ensureExecutable(file: string, cwd: string, envPath: string | undefined
   );
 }
 
-function agentTypeOrThrow(config: Config, name: string): AgentTypeConfig {
+/** The agent type's configuration, or INVALID_ARGUMENT naming the types the project knows. */
+export function agentTypeOrThrow(config: Config, name: string): AgentTypeConfig {
   try {
     return resolveAgentType(config, name);
   } catch (err) {
@@ -440,4 +441,12 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
   });
   state.log.event("resume", { projectRoot: root, agentId: agent.id, agentPid: session.pid, cwd });
   return updated;
+}
+
+/**
+ * The turn a launch with a prompt started: typed after start (it comes with the launch), or
+ * given on the command line and followed from the agent's first byte.
+ */
+export function firstTurnOf(state: EngineState, launched: LaunchedAgent, signal?: AbortSignal): Promise<TurnResult> {
+  return launched.firstTurn ?? awaitAnswer(state, launched.live, 0, signal ? { signal } : {});
 }

@@ -7,7 +7,6 @@
  * again in their worktrees, a join that fired aggregates again.
  */
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import path from "node:path";
 import { loadConfig } from "@pu/core/config";
 import {
   gateWinner,
@@ -22,13 +21,13 @@ import {
   type GroupRecord,
   type MemberResult,
 } from "@pu/core/group";
-import { launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
+import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
 import type { LiveAgent } from "../../agents/live-agent.js";
 import { stopAgents } from "../../agents/stop.js";
 import { awaitAnswer, turn, type TurnResult } from "../../agents/turn.js";
 import { commitAllChanges } from "../../git/commit.js";
 import { diffWorktree } from "../../git/diff.js";
-import { locatePuCli } from "../../pu-cli-path.js";
+import { pathWithPuCli } from "../../pu-cli-path.js";
 import { nowIso, type EngineState } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../workflows/gates.js";
 import type { LaunchSlots, SlotRequest } from "../launch-slots.js";
@@ -54,15 +53,6 @@ function tail(text: string, chars: number): string {
   return text.length <= chars ? text : `…${text.slice(text.length - chars)}`;
 }
 
-function pathWithPu(): string {
-  const cli = locatePuCli();
-  return cli ? `${path.dirname(cli)}${path.delimiter}${process.env.PATH ?? ""}` : (process.env.PATH ?? "");
-}
-
-/** The turn a launch started: typed after start, or given on the command line and followed from the start. */
-function firstTurnOf(state: EngineState, launched: LaunchedAgent, timeoutMs: number | undefined, signal: AbortSignal): Promise<TurnResult> {
-  return withTimeLimit(launched.firstTurn ?? awaitAnswer(state, launched.live, 0, { signal }), timeoutMs);
-}
 
 /** The turn, or `timed_out` once `timeoutMs` has passed with the agent still at it (it keeps running). */
 function withTimeLimit(turnDone: Promise<TurnResult>, timeoutMs: number | undefined): Promise<TurnResult> {
@@ -202,7 +192,7 @@ export class GroupDriver {
           PU_GROUP_ID: this.id,
           PU_VARIANT_KEY: variant,
           PU_OUTPUT_FILE: memberOutputFile(this.root, this.id, variant),
-          PATH: pathWithPu(),
+          PATH: pathWithPuCli(),
         },
         ...(model !== undefined && agentType !== "terminal" ? { extraArgs: ["--model", model] } : {}),
       });
@@ -232,7 +222,7 @@ export class GroupDriver {
     });
     this.ctx.state.log.event("group_member_launched", { projectRoot: this.root, groupId: this.id, variant, agentId: launched.agentId, restarted });
     this.emit("member_launched", { variant, agentId: launched.agentId });
-    void this.follow(variant, launched.live, (limit) => firstTurnOf(this.ctx.state, launched, limit, this.abort.signal), release);
+    void this.follow(variant, launched.live, (limit) => withTimeLimit(firstTurnOf(this.ctx.state, launched, this.abort.signal), limit), release);
   }
 
   /** A member found running when the group was picked up: it takes a slot again and is followed. */
@@ -332,7 +322,8 @@ export class GroupDriver {
     await this.recordResult(variant, { ...outcome, output: tail(output, OUTPUT_CHARS), output_source: source });
   }
 
-  private async diffStatOf(variant: string): Promise<DiffStat | null> {
+  /** pu commits what the member left (nothing is lost when its worktree is cleaned), then counts the change. */
+  private async commitAndDiffStat(variant: string): Promise<DiffStat | null> {
     const member = this.group.members[variant];
     if (this.group.settings.shared_worktree || !member?.worktree_path || !member.branch) return null;
     try {
@@ -351,7 +342,7 @@ export class GroupDriver {
   private async recordResult(variant: string, result: MemberOutcome & Pick<MemberResult, "output" | "output_source">): Promise<void> {
     if (this.group.individual_outputs?.[variant] || this.recording.has(variant)) return;
     this.recording.add(variant);
-    const diff = await this.diffStatOf(variant);
+    const diff = await this.commitAndDiffStat(variant);
     const started = Date.parse(this.group.members[variant]?.started_at ?? "");
     const full: MemberResult = {
       ...result,
@@ -382,7 +373,7 @@ export class GroupDriver {
 
   private async runJoin(): Promise<void> {
     if (this.shuttingDown) return;
-    if (this.group.settings.join === "first") await this.stopMembers("cancelled", "another member finished first (join: first)");
+    if (this.group.settings.join === "first") await this.cancelMembers("another member finished first (join: first)");
     if (this.shuttingDown) return;
     const results = this.group.individual_outputs ?? {};
     const done = Object.keys(results).filter((v) => results[v]?.state === "done");
@@ -413,8 +404,8 @@ export class GroupDriver {
     }
   }
 
-  /** Stops every member not finished yet and records it as `state` (pending ones never start). */
-  private async stopMembers(state: "cancelled", reason: string): Promise<void> {
+  /** Stops every member not finished yet and records it cancelled (pending ones never start). */
+  private async cancelMembers(reason: string): Promise<void> {
     const open = variantKeys(this.group).filter((v) => !this.group.individual_outputs?.[v]);
     for (const v of open) {
       this.stopping.add(v);
@@ -424,7 +415,7 @@ export class GroupDriver {
     await Promise.all(
       open.map(async (v) => {
         const live = this.lives.get(v);
-        await this.finishMember(v, live, { state, reason });
+        await this.finishMember(v, live, { state: "cancelled", reason });
       }),
     );
   }
@@ -449,7 +440,7 @@ export class GroupDriver {
     this.cancelling = true;
     for (const request of this.requests.values()) request.cancel();
     this.requests.clear();
-    await this.stopMembers("cancelled", "the group was cancelled");
+    await this.cancelMembers("the group was cancelled");
     if (judge && judge.session.exitCode === null) await stopAgents([judge], "kill", STOP_GRACE_MS).catch(() => undefined);
     await this.end("cancelled", ["cancelled by request"]);
   }
@@ -514,13 +505,13 @@ export class GroupDriver {
         agentType,
         prompt,
         placement: { kind: "new", name: `group-${this.id.replace(/^g-/, "")}-judge`, ...(this.group.settings.base_branch ? { base: this.group.settings.base_branch } : {}) },
-        env: { PU_GROUP_ID: this.id, PU_GROUP_ROLE: "judge", PU_OUTPUT_FILE: verdictPath, PU_JUDGE_INPUT: input, PATH: pathWithPu() },
+        env: { PU_GROUP_ID: this.id, PU_GROUP_ROLE: "judge", PU_OUTPUT_FILE: verdictPath, PU_JUDGE_INPUT: input, PATH: pathWithPuCli() },
       });
       this.judge = judge.live;
       await this.update((g) => {
         (g as Record<string, unknown>).judge = { agent_id: judge?.agentId, worktree_id: judge?.worktreeId ?? null, agent_type: agentType };
       });
-      let result = await firstTurnOf(this.ctx.state, judge, undefined, this.abort.signal);
+      let result = await firstTurnOf(this.ctx.state, judge, this.abort.signal);
       for (let attempt = 1; ; attempt++) {
         if (this.shuttingDown || isGroupFinished(this.group)) return;
         let problem: string;

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
-import { loadConfig, resolveAgentType } from "@pu/core/config";
+import { loadConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
 import {
   aggregatedText,
@@ -23,6 +23,7 @@ import {
 } from "@pu/core/group";
 import { agentTypeTrustItem } from "@pu/core/trust";
 import type { GroupMemberView, GroupView, GroupsResults } from "@pu/ipc/protocol";
+import { agentTypeOrThrow } from "../../agents/launcher.js";
 import { cleanWorktrees } from "../../git/clean-worktrees.js";
 import { diffWorktree } from "../../git/diff.js";
 import { mergeRecordedWorktree } from "../../git/merge-recorded.js";
@@ -110,13 +111,7 @@ export class GroupService {
     const config = await loadConfig(root);
     const types = [...new Set(spec.delegators.map((d) => parseDelegator(d).agentType)), ...(spec.aggregate === "judge" ? [spec.judge ?? config.defaultAgent] : [])];
     for (const type of types) {
-      let typeConfig;
-      try {
-        typeConfig = resolveAgentType(config, type);
-      } catch {
-        throw new PuError("INVALID_ARGUMENT", `unknown agent type '${type}' (known: ${Object.keys(config.agents).join(", ")})`);
-      }
-      await this.state.trust.require(root, [agentTypeTrustItem(root, type, typeConfig)]);
+      await this.state.trust.require(root, [agentTypeTrustItem(root, type, agentTypeOrThrow(config, type))]);
     }
     if (spec.aggregate === "gate" && !spec.gate) throw new PuError("INVALID_ARGUMENT", "aggregate gate needs a gate (--gate CMD) to run in every member's worktree");
     if (spec.quorum !== undefined && spec.quorum > pending.length) {

@@ -3,16 +3,15 @@
  * environment, then driven turn by turn. The contract with the agent is files and
  * environment only, so a script or a person's own tool can play any role.
  */
-import path from "node:path";
 import { loadConfig } from "@pu/core/config";
 import { planRoleEnvironment, loadPlanTemplate, type PlanRole, type PlanRoleAssignment } from "@pu/core/plan-roles";
 import type { PlanLayout } from "@pu/core/plan-layout";
 import { renderTemplate } from "@pu/core/template";
-import { launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
+import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
 import { stopAgents } from "../../agents/stop.js";
-import { awaitAnswer, turn, type TurnResult } from "../../agents/turn.js";
+import { turn, type TurnResult } from "../../agents/turn.js";
 import { definitionScopes } from "../../workflows/definitions.js";
-import { locatePuCli } from "../../pu-cli-path.js";
+import { pathWithPuCli } from "../../pu-cli-path.js";
 import type { EngineState } from "../../state.js";
 
 const STOP_GRACE_MS = 3000;
@@ -54,24 +53,18 @@ export async function startRoleAgent(
 ): Promise<RoleAgent> {
   const config = await loadConfig(root);
   const agentType = config.plan.agents[assignment.role] ?? config.defaultAgent;
-  const cli = locatePuCli();
-  // `pu` is on a role agent's PATH (workers ask for checks with `pu plan check`).
-  const pathWithPu = cli ? `${path.dirname(cli)}${path.delimiter}${process.env.PATH ?? ""}` : (process.env.PATH ?? "");
   const launched = await launchAgent(state, {
     projectRoot: root,
     agentType,
     prompt,
     placement,
     name: roleAgentName(layout.sessionId, assignment),
-    env: { ...planRoleEnvironment(layout, assignment), PATH: pathWithPu },
+    // `pu` is on a role agent's PATH (workers ask for checks with `pu plan check`).
+    env: { ...planRoleEnvironment(layout, assignment), PATH: pathWithPuCli() },
   });
   return { launched, firstTurn: firstTurnOf(state, launched) };
 }
 
-/** A typed prompt's turn comes with the launch; a prompt on the command line is followed from the start. */
-function firstTurnOf(state: EngineState, launched: LaunchedAgent): Promise<TurnResult> {
-  return launched.firstTurn ?? awaitAnswer(state, launched.live, 0);
-}
 
 /** Types `text` into a running role agent and waits for the turn to end. */
 export function nextTurn(state: EngineState, launched: LaunchedAgent, text: string): Promise<TurnResult> {
