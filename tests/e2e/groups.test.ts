@@ -4,7 +4,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
-import { PuSandbox, REPO_ROOT, type StatusJson } from "../helpers/pu-sandbox.js";
+import { allAgents, PuSandbox, REPO_ROOT, type StatusJson } from "../helpers/pu-sandbox.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 const MEMBER = path.join(REPO_ROOT, "tests/fixtures/group-member.mjs");
@@ -152,6 +152,13 @@ describe("multi-agent groups", { timeout: 240_000 }, () => {
     for (const m of done.members) expect(m.output).toContain(`output of ${m.variant} (turn 1): approach ${m.variant.endsWith("0") ? "x" : "y"}`);
     for (const m of done.members) expect(done.aggregatedText).toContain(`## ${m.variant}`);
     expect(done.winner).toBeNull();
+    // pu stopped each member after its work: finished by the group, not a wall of red "exit 143".
+    const members = new Set(done.members.map((m) => m.agentId));
+    const stopped = allAgents(await sb.status()).filter((a) => members.has(a.id));
+    expect(stopped.map((a) => [a.status, a.finishedBy])).toEqual(done.members.map(() => ["broken", "group"]));
+    const table = (await sb.ok(["status"])).split("\n").filter((line) => [...members].some((id) => id !== null && line.includes(id)));
+    expect(table).toHaveLength(4);
+    for (const line of table) expect(line).toMatch(/broken \(done\)\s.*stopped by group/);
     const compare = await sb.ok(["group", "compare", started.groupId]);
     expect(compare).toMatch(/VARIANT\s+AGENT\s+MODEL\s+STATE\s+TIME\s+FILES\s+\+\/-\s+GATE\s+RANK/);
     expect(compare).toMatch(/beta:big:0\s+beta\s+big\s+done/);

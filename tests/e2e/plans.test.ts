@@ -135,7 +135,12 @@ describe("plan sessions", { timeout: 240_000 }, () => {
     const workerIds = working.tasks.map((t) => t.worker!);
     const cancelled = await sb.puJson<PlanJson>(["plan", "cancel", sessionId]);
     expect(cancelled.phase).toBe("CANCELLED");
-    for (const agentId of workerIds) expect((await sb.agent(agentId)).live).toBe(false);
+    // A cancel is a stop of unfinished work: not recorded as finished by the plan.
+    for (const agentId of workerIds) {
+      const worker = await sb.agent(agentId);
+      expect(worker).toMatchObject({ live: false, status: "broken" });
+      expect(worker).not.toHaveProperty("finishedBy");
+    }
     const session = JSON.parse(readFileSync(path.join(cancelled.dir, "session.json"), "utf8")) as { cancelled_at: string | null };
     expect(session.cancelled_at).not.toBeNull();
     // A cancelled session stays cancelled.
@@ -163,6 +168,15 @@ describe("plan sessions", { timeout: 240_000 }, () => {
       return plan.phase === "COMPLETE" ? plan : undefined;
     }, 60_000, 500);
     expect(done.tasks.every((t) => t.status === "resolved")).toBe(true);
+    // Every role agent (explorers, planner, workers) was stopped by the plan after its part: finished, not failed.
+    const status = await sb.status();
+    const prefix = `plan-${sessionId}-`;
+    const roleAgents = [
+      ...Object.values(status.agents).filter((a) => a.name.startsWith(prefix)),
+      ...Object.values(status.worktrees).filter((w) => w.name.startsWith(prefix)).flatMap((w) => Object.values(w.agents)),
+    ];
+    expect(roleAgents.length).toBeGreaterThanOrEqual(4);
+    for (const agent of roleAgents) expect([agent.name, agent.status, agent.finishedBy]).toEqual([agent.name, "broken", "plan"]);
   });
 
   it("a SIGKILLed daemon loses nothing: the next one re-prompts the task in its worktree and completes", async () => {

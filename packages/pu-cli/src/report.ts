@@ -2,6 +2,7 @@
 // person should see it) to the report; the report decides between text and the `--json`
 // document, so no command branches on `--json` and every error looks the same.
 import { exitCodeFor, isPuError } from "@pu/core/errors";
+import { escapeControlCharacters } from "@pu/core/names";
 import { colorEnabled } from "./output.js";
 import { CliUsageError } from "./usage-error.js";
 
@@ -25,7 +26,7 @@ export interface Stdio {
 
 /** What a command's human-readable answer is written with (stdout). */
 export interface HumanOutput {
-  /** `text` and a newline. */
+  /** `text` and a newline; control characters in it are shown as `\xNN` (line breaks and tabs kept). */
   line(text?: string): void;
   /** Bytes or text exactly as given (patches, terminal output, redraws). */
   write(raw: string | Uint8Array): void;
@@ -64,6 +65,16 @@ function oneLine(message: string): string {
 }
 
 /**
+ * The one escaping rule of human output: whatever text pu prints as lines (names, titles, notes,
+ * ids in errors: text that came from files and arguments) reaches the terminal with its control
+ * characters shown as `\xNN`, so none can act on it (clear it, set its title…). Line breaks and
+ * tabs stay. Raw bytes (logs, attach, diffs, pu's own colours and redraws) go through `write`.
+ */
+function printable(text: string): string {
+  return text.split(/(\n|\t)/).map((part) => (part === "\n" || part === "\t" ? part : escapeControlCharacters(part))).join("");
+}
+
+/**
  * One command run's output: with `--json` exactly one JSON document on stdout (or one NDJSON
  * line per event for a stream), otherwise the text the command's `human` callback writes.
  * Notes and error lines go to stderr in both modes.
@@ -97,7 +108,7 @@ export class Report {
 
   /** A line on stderr, in both modes (warnings, progress, why something failed). */
   note(text: string): void {
-    this.stdio.stderr.write(text + "\n");
+    this.stdio.stderr.write(printable(text) + "\n");
   }
 
   /** Reports a failure the pu way: one line on stderr, the error document on stdout with `--json`; returns the exit code. */
@@ -120,7 +131,7 @@ export class Report {
   private outputVia(write: (raw: string | Uint8Array) => void): HumanOutput {
     const stdout = () => this.stdio.stdout;
     return {
-      line: (text = "") => write(text + "\n"),
+      line: (text = "") => write(printable(text) + "\n"),
       write,
       get terminal() {
         return Boolean(stdout().isTTY);

@@ -38,6 +38,11 @@ type WorktreeShown = Pick<WorktreeEntry, "id" | "name" | "status" | "createdAt">
 const ordinal = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 const byStart = (a: AgentView, b: AgentView) => ordinal(a.startedAt, b.startedAt) || ordinal(a.id, b.id);
 
+/** An agent the queue, a group or a plan stopped because its part was done (manifest `finishedBy`). */
+function finishedByPu(agent: AgentView): boolean {
+  return agent.status === "broken" && typeof agent.finishedBy === "string";
+}
+
 function agentRow(worktree: string, agent: AgentView): StatusRow {
   return {
     worktree,
@@ -47,15 +52,19 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
     // The seed's status has no "succeeded": an agent that finished cleanly says so beside it.
     status: agent.suspended
       ? `${agent.status} (benched)`
-      : agent.status === "broken" && agent.exitCode === 0
+      : finishedByPu(agent)
+        ? "broken (done)"
+        : agent.status === "broken" && agent.exitCode === 0
         ? "broken (exited 0)"
         : // Why it waits, where that tells a person something: a finished turn, a dialog.
           agent.status === "waiting" && (agent.waitingReason === "turn_end" || agent.waitingReason === "permission")
           ? `waiting (${agent.waitingReason === "turn_end" ? "done" : "permission"})`
           : agent.status,
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
-    pidExit:
-      agent.exitCode !== undefined && agent.exitCode !== null
+    // "exit 143" is kept for real failures; pu's own stop after the work is said as such.
+    pidExit: finishedByPu(agent)
+      ? `stopped by ${agent.finishedBy}`
+      : agent.exitCode !== undefined && agent.exitCode !== null
         ? `exit ${agent.exitCode}`
         : agent.pid !== undefined && agent.pid !== null
           ? String(agent.pid)
@@ -106,7 +115,7 @@ export function renderStatusTable(report: StatusReport, { color = false, width =
   const out = [line(COLUMNS.map((c) => c.title), () => "bold")];
   const screenWidth = Math.max(10, width - SCREEN_LINE_INDENT.length);
   cells.forEach((r, index) => {
-    out.push(line(r, (i, v) => (i === statusColumn ? STATUS_STYLE[v.split(" ")[0]!] : undefined)));
+    out.push(line(r, (i, v) => (i === statusColumn ? (v.startsWith("broken (done)") ? "dim" : STATUS_STYLE[v.split(" ")[0]!]) : undefined)));
     const screen = rows[index]!.screen;
     if (screen) out.push(SCREEN_LINE_INDENT + paint(truncate(screen, screenWidth), "dim", color));
   });

@@ -140,11 +140,11 @@ describe("outside a project", () => {
     expectNoDaemonStarted();
   });
 
-  it("spawn --file reads a missing file as a usage error", async () => {
+  it("spawn --file naming a missing file is not found (exit 3)", async () => {
     writeFileSync(path.join(cwd, "exists.md"), "x");
     const r = await pu("spawn", "--file", "missing.md");
-    expect(r.code).toBe(2);
-    expectOneErrorLine(r.stderr, /cannot read --file missing\.md: ENOENT/);
+    expect(r.code).toBe(3);
+    expectOneErrorLine(r.stderr, /cannot read --file missing\.md: no such file/);
   });
 });
 

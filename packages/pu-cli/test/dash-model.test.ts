@@ -43,4 +43,17 @@ describe("dashboard rows", () => {
     expect(statusLabel(now[0]!)).toBe("waiting (done)");
     expect(statusLabel(dashRows([b])[0]!)).toBe("waiting (permission)");
   });
+
+  it("an agent the queue, a group or a plan stopped after its work is broken (done), a killed one broken", () => {
+    const rows = dashRows([
+      report("/work/c", {
+        agents: {
+          "ag-done0001": agent("ag-done0001", { status: "broken", exitCode: 143, finishedBy: "plan", live: false }),
+          "ag-kill0001": agent("ag-kill0001", { startedAt: "2026-03-08T12:01:00.000Z", status: "broken", exitCode: 143, live: false }),
+        },
+      }),
+    ]);
+    expect(rows.map(statusLabel)).toEqual(["broken (done)", "broken"]);
+    expect(rows[0]!.finishedBy).toBe("plan");
+  });
 });

@@ -66,6 +66,31 @@ describe("Report.result", () => {
   });
 });
 
+describe("one escaping rule for human output", () => {
+  const hostile = "title \x1b]0;pwned\x07\x1b[2J\r";
+  it("lines, notes and errors show control characters as \\xNN; line breaks and tabs stay", () => {
+    const { report, stdout, stderr } = reportFor(false);
+    report.result({}, (out) => out.line(`${hostile}\n\tnext`));
+    report.note(`pu: warning: ${hostile}`);
+    expect(report.error(new PuError("INVALID_ARGUMENT", `ticket id "${hostile}" is not TYPE-NNNN`))).toBe(2);
+    expect(stdout.text).toBe("title \\x1b]0;pwned\\x07\\x1b[2J\\x0d\n\tnext\n");
+    expect(stderr.text).toBe('pu: warning: title \\x1b]0;pwned\\x07\\x1b[2J\\x0d\npu: ticket id "title \\x1b]0;pwned\\x07\\x1b[2J\\x0d" is not TYPE-NNNN\n');
+  });
+
+  it("raw output (terminal bytes, pu's own colours) is written as given", () => {
+    const { report, stdout } = reportFor(false);
+    report.result({}, (out) => out.write(`\x1b[31m${hostile}\x1b[0m`));
+    expect(stdout.text).toBe(`\x1b[31m${hostile}\x1b[0m`);
+  });
+
+  it("the --json document keeps the text itself (JSON escapes it)", () => {
+    const { report, stdout } = reportFor(true);
+    report.result({ title: hostile }, (out) => out.line(hostile));
+    expect(JSON.parse(stdout.text)).toEqual({ title: hostile });
+    expect(stdout.text).not.toContain("\x1b");
+  });
+});
+
 describe("Report.error", () => {
   it("prints one stderr line and returns the exit code for the error's code", () => {
     const cases: [unknown, number, string][] = [

@@ -57,6 +57,22 @@ describe("status table", () => {
     expect(succeeded[0]).toMatchObject({ status: "broken (exited 0)", pidExit: "exit 0" });
   });
 
+  it("an agent pu stopped after its work reads as finished, not as a failure; a real exit keeps its code", () => {
+    const rows = statusRows({
+      ...report,
+      agents: {
+        "ag-done0001": agent("ag-done0001", { status: "broken", exitCode: 143, finishedBy: "queue", live: false }),
+        "ag-kill0001": agent("ag-kill0001", { startedAt: "2026-03-08T12:01:00.000Z", status: "broken", exitCode: 143, live: false }),
+      },
+      worktrees: {},
+    } as unknown as StatusReport);
+    expect(rows[0]).toMatchObject({ status: "broken (done)", pidExit: "stopped by queue" });
+    expect(rows[1]).toMatchObject({ status: "broken", pidExit: "exit 143" });
+    const coloured = renderStatusTable({ ...report, agents: { "ag-done0001": agent("ag-done0001", { status: "broken", exitCode: 143, finishedBy: "group", live: false }) }, worktrees: {} } as unknown as StatusReport, { color: true });
+    expect(coloured).not.toContain("\x1b[31m");
+    expect(coloured).toContain("stopped by group");
+  });
+
   it("says when a waiting agent has finished its turn or asks for permission", () => {
     const only = (fields: Record<string, unknown>) =>
       statusRows({ ...report, agents: { "ag-wait0001": agent("ag-wait0001", { status: "waiting", ...fields }) }, worktrees: {} } as unknown as StatusReport)[0]!.status;

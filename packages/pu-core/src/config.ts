@@ -230,6 +230,15 @@ export function defaultConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return parseConfig("", "(defaults)", env);
 }
 
+/**
+ * Settings a project's `.pu/config.yaml` may hold but that only `$PU_HOME/config.yaml` decides
+ * (the cap across projects cannot be one project's): one line each, naming both files.
+ */
+export function projectConfigWarnings(config: Config, projectFile: string, homeFile: string): string[] {
+  if (config.queue?.maxParallel === undefined) return [];
+  return [`${projectFile}: queue.maxParallel has no effect here; it is read from ${homeFile} only`];
+}
+
 /** The launch settings for agent type `name`; INVALID_ARGUMENT when there is no such type. */
 export function resolveAgentType(config: Config, name: string): AgentTypeConfig {
   const found = Object.hasOwn(config.agents, name) ? config.agents[name] : undefined;

@@ -58,6 +58,11 @@ export const AgentEntrySchema = z.looseObject({
   completedAt: optional(IsoDateTime),
   exitCode: optional(z.number().int()),
   error: optional(z.string()),
+  /**
+   * pu's orchestrator that stopped the agent because its part was done (`queue`, `group`,
+   * `plan`): its exit is that stop, not a failure. Absent for every other exit.
+   */
+  finishedBy: optional(z.string()),
   pid: optional(z.number().int()),
   /** The pid's start time (clock ticks since boot): tells the agent from a later process reusing the pid. */
   pidStartTime: optional(z.string()),

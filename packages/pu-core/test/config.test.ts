@@ -7,6 +7,7 @@ import {
   DEFAULT_CONFIG_YAML,
   loadConfig,
   parseConfig,
+  projectConfigWarnings,
   resolveAgentType,
 } from "../src/config.js";
 import { isPuError } from "../src/errors.js";
@@ -146,5 +147,19 @@ describe("built-in agent types", () => {
       expect((error as Error).message).toContain("unknown agent type 'gpt-9'");
       expect((error as Error).message).toContain("terminal");
     }
+  });
+});
+
+describe("project settings only $PU_HOME decides", () => {
+  it("a project's queue.maxParallel is named as having no effect; maxPerProject is the project's own", () => {
+    const config = parseConfig("queue:\n  maxParallel: 2\n  maxPerProject: 1\n", "/p/.pu/config.yaml");
+    expect(projectConfigWarnings(config, "/p/.pu/config.yaml", "/h/config.yaml")).toEqual([
+      "/p/.pu/config.yaml: queue.maxParallel has no effect here; it is read from /h/config.yaml only",
+    ]);
+    expect(projectConfigWarnings(parseConfig("queue:\n  maxPerProject: 1\n", "/p/.pu/config.yaml"), "/p/.pu/config.yaml", "/h/config.yaml")).toEqual([]);
+  });
+
+  it("maxParallel: 0 is an error naming the file and the field, never replaced by a default", () => {
+    expect(() => parseConfig("queue:\n  maxParallel: 0\n", "/h/config.yaml")).toThrow(/^config \/h\/config\.yaml: queue\.maxParallel: /);
   });
 });

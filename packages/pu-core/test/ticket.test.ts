@@ -1,6 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { isPuError } from "../src/errors.js";
-import { compareTickets, nextTicketId, parseTicket, serializeTicket, ticketPath } from "../src/ticket.js";
+import {
+  checkTicketSize,
+  checkTicketTitle,
+  compareTickets,
+  duplicateTicketIds,
+  MAX_TICKET_BYTES,
+  nextTicketId,
+  parseTicket,
+  serializeTicket,
+  ticketIdArgument,
+  ticketIdOfFileName,
+  ticketPath,
+} from "../src/ticket.js";
 
 const HAND_WRITTEN = `---
 id: FEAT-0007
@@ -54,5 +66,55 @@ describe("tickets", () => {
   it("a ticket path is always a file in its state folder", () => {
     expect(ticketPath("/p", "in-progress", "FEAT-0007")).toBe("/p/.pu/tickets/in-progress/FEAT-0007.md");
     expect(() => ticketPath("/p", "queue", "../../etc")).toThrow(/is not TYPE-NNNN/);
+  });
+
+  it("ticket numbers have 4 to 9 digits: a 23-digit id is a bad file, never a float that breaks numbering", () => {
+    const huge = "TASK-99999999999999999999999";
+    expect(configError(() => parseTicket(HAND_WRITTEN.replace("id: FEAT-0007", `id: ${huge}`).replace("type: FEAT", "type: TASK"), "/q/x.md"))).toBe(
+      "/q/x.md: id: must be TYPE-NNNN with 4 to 9 digits, e.g. FEAT-0007",
+    );
+    expect(nextTicketId("TASK", [huge, "TASK-0041", "TASK-1e+23"])).toBe("TASK-0042");
+    expect(nextTicketId("TASK", ["TASK-000000123"])).toBe("TASK-0124");
+    expect(() => nextTicketId("TASK", ["TASK-999999999"])).toThrow(/every TASK ticket number up to TASK-999999999 is used/);
+    expect(ticketIdOfFileName("TASK-0001.md")).toBe("TASK-0001");
+    expect(ticketIdOfFileName(`${huge}.md`)).toBeUndefined();
+    expect(ticketIdOfFileName("TASK-0001.txt")).toBeUndefined();
+  });
+
+  it("an id typed in lower case means the ticket; anything else is quoted as typed", () => {
+    expect(ticketIdArgument("feat-0007")).toBe("FEAT-0007");
+    expect(ticketIdArgument("../../x")).toBe("../../x");
+    expect(ticketIdArgument("x\x1b[2J")).toBe("x\x1b[2J");
+  });
+
+  it("a ticket file is at most 1 MiB", () => {
+    expect(() => checkTicketSize(MAX_TICKET_BYTES, "/q/a.md")).not.toThrow();
+    expect(configError(() => checkTicketSize(20_004_830, "/q/a.md"))).toBe("/q/a.md: 20.0 MB, over the 1 MiB limit of a ticket file (put long material in a file the description names)");
+    expect(() => checkTicketSize(MAX_TICKET_BYTES + 1, "ticket TASK-0001", "INVALID_ARGUMENT")).toThrow(expect.objectContaining({ code: "INVALID_ARGUMENT" }));
+  });
+
+  it("a title is one line of printable text", () => {
+    expect(configError(() => parseTicket(HAND_WRITTEN.replace("title: Export the report as CSV", 'title: "evil \\e]0;pwned\\a"'), "/q/t.md"))).toBe(
+      "/q/t.md: title: contains the control character \\x1b at position 6; a title is one line of printable text",
+    );
+    expect(checkTicketTitle("Add dark mode")).toBe("Add dark mode");
+    expect(() => checkTicketTitle("two\nlines")).toThrow("the title contains the control character \\x0a at position 4");
+  });
+
+  it("an id in two folders: the ticket pu worked on keeps it, the other file is the duplicate", () => {
+    expect(
+      duplicateTicketIds([
+        { state: "done", id: "TASK-0001" },
+        { state: "queue", id: "TASK-0001" },
+        { state: "queue", id: "TASK-0002" },
+        { state: "in-progress", id: "FIX-0003" },
+        { state: "done", id: "FIX-0003" },
+        { state: "queue", id: "FIX-0003" },
+      ]),
+    ).toEqual([
+      { id: "FIX-0003", owner: "in-progress", duplicates: ["queue", "done"] },
+      { id: "TASK-0001", owner: "done", duplicates: ["queue"] },
+    ]);
+    expect(duplicateTicketIds([{ state: "queue", id: "TASK-0001" }])).toEqual([]);
   });
 });

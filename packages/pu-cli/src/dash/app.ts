@@ -201,7 +201,8 @@ class Dashboard {
     try {
       if (this.tab === "queue") {
         const q = await client.request("queue_status", roots.length === 1 ? { projectRoot: roots[0]! } : {});
-        lines.push(`queue ${q.paused ? "PAUSED" : "running"}: ${q.slotsUsed}/${q.maxParallel} slots used`);
+        const stopped = q.stateError ?? q.configError;
+        lines.push(stopped !== undefined ? `queue STOPPED: ${stopped}` : `queue ${q.paused ? "PAUSED" : "running"}: ${q.slotsUsed}/${q.maxParallel} slots used`);
         for (const a of q.running) lines.push(`  ${a.ticket_id}  ${a.status}  step ${a.current_step ?? "-"}  ${a.session_name ?? ""}${a.review_state ? `  review: ${a.review_state}` : ""}`);
         if (q.waiting.length > 0) lines.push("waiting:");
         for (const t of q.waiting) lines.push(`  ${t.id}  ${t.priority}  ${t.title}`);
@@ -412,7 +413,7 @@ function DashView({ dash }: { dash: Dashboard }): React.ReactElement {
         return h(
           Text,
           { key: r.agentId, inverse: selected, bold: needsYou },
-          h(Text, { color: STATUS_COLOR[r.status] ?? "white" }, "● "),
+          h(Text, { color: r.finishedBy !== undefined ? "gray" : (STATUS_COLOR[r.status] ?? "white") }, "● "),
           text,
         );
       });

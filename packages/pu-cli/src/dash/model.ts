@@ -14,6 +14,8 @@ export interface DashRow {
   model?: string;
   status: string;
   waitingReason?: string;
+  /** The queue, a group or a plan stopped it after its work (`broken (done)`, not a failure). */
+  finishedBy?: string;
   idle: string;
   live: boolean;
   contentHash?: string;
@@ -34,6 +36,7 @@ function row(projectRoot: string, place: string, agent: AgentView, worktreeId?: 
   if (worktreeId) r.worktreeId = worktreeId;
   if (typeof agent.model === "string" && agent.model) r.model = agent.model;
   if (agent.waitingReason) r.waitingReason = agent.waitingReason;
+  if (agent.status === "broken" && typeof agent.finishedBy === "string") r.finishedBy = agent.finishedBy;
   if (agent.contentHash) r.contentHash = agent.contentHash;
   if (agent.lastScreenLine) r.lastScreenLine = agent.lastScreenLine;
   return r;
@@ -61,8 +64,12 @@ export function newlyWaiting(before: readonly DashRow[], now: readonly DashRow[]
   return now.filter((r) => r.live && r.status === "waiting" && was.has(r.agentId) && was.get(r.agentId) !== "waiting");
 }
 
-/** The status cell: `waiting (done)` for a finished turn, `waiting (permission)` for a dialog. */
+/**
+ * The status cell: `waiting (done)` for a finished turn, `waiting (permission)` for a dialog,
+ * `broken (done)` for an agent pu stopped after its work.
+ */
 export function statusLabel(r: DashRow): string {
+  if (r.finishedBy !== undefined) return "broken (done)";
   if (r.status !== "waiting" || !r.waitingReason) return r.status;
   if (r.waitingReason === "turn_end") return "waiting (done)";
   if (r.waitingReason === "permission") return "waiting (permission)";

@@ -10,6 +10,9 @@ import type { AgentSession } from "../agent-session.js";
 /** Why the daemon itself is stopping an agent; decides what its exit is recorded as. */
 export type StopIntent = "kill" | "suspend" | "shutdown" | "clean";
 
+/** Which of pu's orchestrators stopped an agent because its part was done (the manifest's `finishedBy`). */
+export type FinishedBy = "queue" | "group" | "plan";
+
 export interface SessionPlacement {
   agentId: string;
   projectRoot: string;
@@ -25,6 +28,8 @@ export interface SessionPlacement {
 export interface LiveAgent extends SessionPlacement {
   /** Set before the daemon stops the process; undefined when the agent exits on its own. */
   stopIntent?: StopIntent;
+  /** Set when the agent's work is done and an orchestrator stops it: its exit is recorded as finished, not failed. */
+  finishedBy?: FinishedBy;
   /**
    * The spawn prompt has not been typed in yet. Such an agent sits at its own prompt but
    * has not started its task, so it must not read as waiting (triggers would fire early).

@@ -91,12 +91,16 @@ async function writeExit(state: EngineState, live: LiveAgent, exitCode: number):
         agent.suspendedAt = stamp;
         delete agent.exitCode;
         delete agent.completedAt;
+        delete agent.finishedBy;
       } else {
         agent.status = "broken";
         agent.exitCode = exitCode;
         agent.completedAt = stamp;
         delete agent.suspended;
         delete agent.suspendedAt;
+        // Stopped by pu after its work was done: the exit code is that stop's, not a failure.
+        if (live.finishedBy !== undefined && intent === "kill") agent.finishedBy = live.finishedBy;
+        else delete agent.finishedBy;
       }
     });
   } catch (err) {

@@ -1,6 +1,6 @@
 /** Stopping agents: the one kill escalation kill, suspend, clean and shutdown share. */
 import { isPuError, PuError } from "@pu/core/errors";
-import type { LiveAgent, StopIntent } from "./live-agent.js";
+import type { FinishedBy, LiveAgent, StopIntent } from "./live-agent.js";
 
 /** SIGTERM → this long → SIGKILL. */
 const KILL_GRACE_MS = 5000;
@@ -24,6 +24,20 @@ export async function stopAgents(
     }),
   );
   return { stopped };
+}
+
+/**
+ * The agent's work is done: when the daemon stops it next, its exit is recorded with
+ * `finishedBy` (shown as finished by pu, not as a failure). An agent already gone is left as it is.
+ */
+export function markFinished(live: LiveAgent, by: FinishedBy): void {
+  if (live.session.exitCode === null) live.finishedBy = by;
+}
+
+/** Stops agents whose work is done (see markFinished). */
+export function stopFinishedAgents(agents: LiveAgent[], by: FinishedBy, graceMs: number = KILL_GRACE_MS): ReturnType<typeof stopAgents> {
+  for (const live of agents) markFinished(live, by);
+  return stopAgents(agents, "kill", graceMs);
 }
 
 /**

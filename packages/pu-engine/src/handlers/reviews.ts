@@ -1,9 +1,11 @@
 // review_list, review_approve, review_reject: a person's decision on a ticket waiting for one.
+import { checkPromptText } from "@pu/core/prompt-text";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
 
 export async function handleReviewList(services: EngineServices, req: RequestOf<"review_list">): Promise<ResultOf<"review_list">> {
   const root = req.projectRoot !== undefined ? await services.state.project(req.projectRoot) : undefined;
+  services.queue.store.ensureUsable();
   return { reviews: services.queue.reviews(root) };
 }
 
@@ -15,6 +17,8 @@ export async function handleReviewApprove(services: EngineServices, req: Request
 
 export async function handleReviewReject(services: EngineServices, req: RequestOf<"review_reject">): Promise<ResultOf<"review_reject">> {
   const root = await services.state.project(req.projectRoot);
-  const current = await services.queue.decide(root, req.ticketId, { kind: "reject", reason: req.reason, ...(req.step !== undefined ? { step: req.step } : {}) });
+  // The reason is typed into the ticket's agent, like `pu send` text.
+  const reason = checkPromptText(req.reason, "--reason");
+  const current = await services.queue.decide(root, req.ticketId, { kind: "reject", reason, ...(req.step !== undefined ? { step: req.step } : {}) });
   return { ticketId: req.ticketId, step: req.step ?? current ?? "" };
 }

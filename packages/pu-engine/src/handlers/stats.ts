@@ -1,9 +1,12 @@
 // stats, stats_prefer: usage per project, tool and model (state.json's project_llm_stats).
+import { loadConfig, resolveAgentType } from "@pu/core/config";
 import type { RequestOf, ResultOf, StatsRow } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
 
 export async function handleStats(services: EngineServices, req: RequestOf<"stats">): Promise<ResultOf<"stats">> {
   const root = await services.state.project(req.projectRoot);
+  // Unreadable state.json: no usage is known, which is not the same as none recorded.
+  services.queue.store.ensureUsable();
   const stats = services.queue.store.state.project_llm_stats?.[root] ?? null;
   const rows: StatsRow[] = [];
   for (const tool of Object.values(stats?.tool_usage ?? {})) {
@@ -25,6 +28,8 @@ export async function handleStats(services: EngineServices, req: RequestOf<"stat
 
 export async function handleStatsPrefer(services: EngineServices, req: RequestOf<"stats_prefer">): Promise<ResultOf<"stats_prefer">> {
   const root = await services.state.project(req.projectRoot);
+  // An unknown type would hold every ticket that names none when it is dispatched: refused now.
+  resolveAgentType(await loadConfig(root), req.tool);
   await services.queue.prefer(root, req.tool, req.model ?? null);
   return { project: root, preferredTool: req.tool, preferredModel: req.model ?? null };
 }

@@ -1,31 +1,40 @@
 // ticket_create, ticket_list, ticket_show, ticket_cancel: tickets are files; the queue service owns their work.
+import { loadConfig, resolveAgentType } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
+import { checkPromptText } from "@pu/core/prompt-text";
+import { checkTicketTitle } from "@pu/core/ticket";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
-import { createTicket, findTicket, scanTickets } from "../orchestration/queue/tickets.js";
+import { createTicket, findTicket, scanTickets, ticketSummary } from "../orchestration/queue/tickets.js";
 
 export async function handleTicketCreate(services: EngineServices, req: RequestOf<"ticket_create">): Promise<ResultOf<"ticket_create">> {
   const root = await services.state.project(req.projectRoot);
   if (!/^[A-Z][A-Z0-9]{0,15}$/.test(req.ticketType)) {
     throw new PuError("INVALID_ARGUMENT", `ticket type "${req.ticketType}" must be upper-case letters or digits, starting with a letter (FEAT, FIX, TASK, SPIKE…)`);
   }
+  // Checked now, not when the ticket is dispatched: the title and description are typed into an agent.
+  const title = checkTicketTitle(req.title);
+  const description = checkPromptText(req.description ?? "", "the description");
+  if (req.agent !== undefined) resolveAgentType(await loadConfig(root), req.agent);
   const ticket = await createTicket(root, {
     type: req.ticketType,
-    title: req.title,
+    title,
     priority: req.priority ?? "P2",
-    description: req.description ?? "",
+    description,
     ...(req.agent !== undefined ? { agent: req.agent } : {}),
     ...(req.model !== undefined ? { model: req.model } : {}),
   });
   await services.queue.watchProject(root);
   const outputOf = req.callerAgentId !== undefined ? await services.queue.recordOutputTicket(req.callerAgentId, ticket.id) : undefined;
   services.queue.kick("ticket created");
-  return { ticket, ...(outputOf !== undefined ? { outputOf } : {}) };
+  const stopped = await services.queue.whyStopped();
+  return { ticket, ...(outputOf !== undefined ? { outputOf } : {}), warnings: stopped !== undefined ? [stopped] : [] };
 }
 
 export async function handleTicketList(services: EngineServices, req: RequestOf<"ticket_list">): Promise<ResultOf<"ticket_list">> {
   const root = await services.state.project(req.projectRoot);
-  return scanTickets(root, req.state !== undefined ? [req.state] : undefined);
+  const scan = await scanTickets(root, req.state !== undefined ? [req.state] : undefined);
+  return { tickets: scan.tickets.map(ticketSummary), problems: scan.problems };
 }
 
 export async function handleTicketShow(services: EngineServices, req: RequestOf<"ticket_show">): Promise<ResultOf<"ticket_show">> {

@@ -2,7 +2,7 @@
 // Each request: its schema and its result (default client timeouts: request-timeouts.ts).
 import { z } from "zod";
 import type { AgentState, CompletedTicket, ProjectLlmStats } from "@pu/core/operator-state";
-import type { Ticket, TicketState } from "@pu/core/ticket";
+import type { Ticket, TicketFrontmatter, TicketState } from "@pu/core/ticket";
 import { AgentId, Name, ProjectRoot, Text, req } from "../fields.js";
 
 const TicketId = z.string().min(1).max(64);
@@ -41,6 +41,8 @@ export const StatsRequest = req("stats", { projectRoot: ProjectRoot });
 export const StatsPreferRequest = req("stats_prefer", { projectRoot: ProjectRoot, tool: Name.min(1), model: Name.optional() });
 
 export type TicketView = Ticket & { state: TicketState; path: string };
+/** A ticket in a list: no body (`pu ticket show` has it), so a list of large tickets fits a reply. */
+export type TicketSummary = TicketFrontmatter & { state: TicketState; path: string };
 
 /** A ticket file the queue could not read: it stays where it is, the queue goes on. */
 export interface TicketProblem {
@@ -56,10 +58,14 @@ export interface QueueStatus {
   /** Tickets being worked, with their step and agent (state.json's agents). */
   running: AgentState[];
   /** Queued tickets in dispatch order. */
-  waiting: (TicketView & { project: string })[];
+  waiting: (TicketSummary & { project: string })[];
   problems: TicketProblem[];
   /** Set when `$PU_HOME/state.json` cannot be read: the queue stands still until it is fixed. */
   stateError?: string;
+  /** Set when `$PU_HOME/config.yaml` cannot be used: the queue stands still until it is fixed (and resumed). */
+  configError?: string;
+  /** Settings that are read but have no effect where they are (a project's `queue.maxParallel`). */
+  warnings: string[];
 }
 
 export interface ReviewItem {
@@ -83,8 +89,8 @@ export interface StatsRow {
 }
 
 export interface QueueResults {
-  ticket_create: { ticket: TicketView; outputOf?: string };
-  ticket_list: { tickets: TicketView[]; problems: TicketProblem[] };
+  ticket_create: { ticket: TicketView; outputOf?: string; warnings: string[] };
+  ticket_list: { tickets: TicketSummary[]; problems: TicketProblem[] };
   ticket_show: { ticket: TicketView; agent?: AgentState; completed?: CompletedTicket };
   ticket_cancel: { ticketId: string; stoppedAgents: string[]; worktreePath?: string };
   queue_status: QueueStatus;

@@ -10,6 +10,7 @@ import { Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { PuCommand } from "../../pu-command.js";
 import { resolveProjectRoot } from "@pu/core/paths";
+import { stripControlCharacters } from "@pu/core/prompt-text";
 
 export type GateEvent = "pre_commit" | "pre_push";
 
@@ -58,7 +59,8 @@ export abstract class GateCommand extends PuCommand {
       const outcome = run.timedOut ? "timed out" : run.exitCode === null ? "was killed" : `exited ${run.exitCode} (expected ${run.expectedExit})`;
       this.report.note(`pu: ${hook} gate \`${run.command}\` (trigger ${run.triggerName}) ${outcome} after ${(run.durationMs / 1000).toFixed(1)}s`);
       const tail = run.outputTail.replace(/\s+$/, "");
-      if (tail !== "") this.report.note(tail);
+      // Command output: colours and cursor moves dropped, not shown as escapes.
+      if (tail !== "") this.report.note(stripControlCharacters(tail));
     }
     const action = this.event === "pre_commit" ? "commit" : "push";
     this.report.note(`pu: ${action} blocked by ${failing.length} failing ${hook} ${failing.length === 1 ? "gate" : "gates"}`);

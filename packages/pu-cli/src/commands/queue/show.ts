@@ -7,7 +7,8 @@ export default class QueueShowCommand extends PuCommand {
   static override paths = [["queue", "show"]];
   static override usage = Command.Usage({
     description: "Show the work queue: paused or not, slots, running tickets with step and agent, waiting tickets in order",
-    details: "Covers every project the daemon knows. Caps: `queue.maxParallel` in $PU_HOME/config.yaml, `queue.maxPerProject` in .pu/config.yaml.",
+    details:
+      "Covers every project the daemon knows. Caps: `queue.maxParallel` in $PU_HOME/config.yaml, `queue.maxPerProject` in .pu/config.yaml. Exits 1 when the queue is stopped because $PU_HOME/state.json or $PU_HOME/config.yaml cannot be used (the first line says which and why).",
     examples: [
       ["Show the queue", "$0 queue"],
       ["As JSON", "$0 queue --json"],
@@ -17,18 +18,25 @@ export default class QueueShowCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = this.project !== undefined || process.env.PU_PROJECT_ROOT ? this.projectRoot() : undefined;
     const result = await withDaemon((client) => client.request("queue_status", projectRoot ? { projectRoot } : {}));
-    return this.report.result(result, (out) => {
-      if (result.stateError) out.line(`state.json unreadable, the queue is stopped: ${result.stateError}`);
-      out.line(`queue ${result.paused ? "PAUSED (pu queue resume)" : "running"}; slots ${result.slotsUsed} used, ${result.slotsFree} free of ${result.maxParallel}`);
-      if (result.running.length > 0) {
+    // Stopped by a file pu cannot use: that is the answer (exit 1), not "running".
+    const stopped = result.stateError !== undefined ? `${result.stateError} (fix or move the file, then \`pu daemon restart\`)` : result.configError !== undefined ? `${result.configError} (fix the file, then \`pu queue resume\`)` : undefined;
+    return this.report.result(
+      result,
+      (out) => {
+        if (stopped !== undefined) out.line(`queue STOPPED: ${stopped}`);
+        else out.line(`queue ${result.paused ? "PAUSED (pu queue resume)" : "running"}; slots ${result.slotsUsed} used, ${result.slotsFree} free of ${result.maxParallel}`);
+        for (const warning of result.warnings) out.line(`warning: ${warning}`);
+        if (result.running.length > 0) {
+          out.line();
+          const rows = result.running.map((a) => [a.ticket_id, a.current_step ?? "-", a.status, a.session_name ?? "-", a.llm_tool ?? "-", a.review_state ?? a.last_message ?? ""]);
+          for (const line of columnLines(["TICKET", "STEP", "STATUS", "AGENT", "TOOL", "NOTE"], rows)) out.line(line);
+        }
         out.line();
-        const rows = result.running.map((a) => [a.ticket_id, a.current_step ?? "-", a.status, a.session_name ?? "-", a.llm_tool ?? "-", a.review_state ?? a.last_message ?? ""]);
-        for (const line of columnLines(["TICKET", "STEP", "STATUS", "AGENT", "TOOL", "NOTE"], rows)) out.line(line);
-      }
-      out.line();
-      if (result.waiting.length === 0) out.line("no tickets waiting");
-      else for (const line of columnLines(["WAITING", "PRIORITY", "CREATED", "TITLE"], result.waiting.map((t) => [t.id, t.priority, t.created_at, t.title]))) out.line(line);
-      for (const p of result.problems) out.line(`problem: ${p.message}`);
-    });
+        if (result.waiting.length === 0) out.line("no tickets waiting");
+        else for (const line of columnLines(["WAITING", "PRIORITY", "CREATED", "TITLE"], result.waiting.map((t) => [t.id, t.priority, t.created_at, t.title]))) out.line(line);
+        for (const p of result.problems) out.line(`problem: ${p.message}`);
+      },
+      stopped !== undefined ? 1 : 0,
+    );
   }
 }

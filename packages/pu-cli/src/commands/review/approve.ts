@@ -1,6 +1,7 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { PuCommand } from "../../pu-command.js";
+import { ticketIdArgument } from "@pu/core/ticket";
 
 export default class ReviewApproveCommand extends PuCommand {
   static override paths = [["review", "approve"]];
@@ -15,7 +16,7 @@ export default class ReviewApproveCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
     const result = await withDaemon((client) =>
-      client.request("review_approve", { projectRoot, ticketId: this.ticketId.toUpperCase(), ...(this.note !== undefined ? { note: this.note } : {}) }),
+      client.request("review_approve", { projectRoot, ticketId: ticketIdArgument(this.ticketId), ...(this.note !== undefined ? { note: this.note } : {}) }),
     );
     return this.report.result(result, (out) => out.line(`approved ${result.ticketId}${result.step ? ` (step ${result.step})` : ""}`));
   }

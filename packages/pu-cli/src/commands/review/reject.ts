@@ -1,6 +1,7 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { PuCommand } from "../../pu-command.js";
+import { ticketIdArgument } from "@pu/core/ticket";
 
 export default class ReviewRejectCommand extends PuCommand {
   static override paths = [["review", "reject"]];
@@ -19,7 +20,7 @@ export default class ReviewRejectCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
     const result = await withDaemon((client) =>
-      client.request("review_reject", { projectRoot, ticketId: this.ticketId.toUpperCase(), reason: this.reason, ...(this.step !== undefined ? { step: this.step } : {}) }),
+      client.request("review_reject", { projectRoot, ticketId: ticketIdArgument(this.ticketId), reason: this.reason, ...(this.step !== undefined ? { step: this.step } : {}) }),
     );
     return this.report.result(result, (out) => out.line(`rejected ${result.ticketId}; step ${result.step} runs again`));
   }

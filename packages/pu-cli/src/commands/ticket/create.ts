@@ -13,8 +13,9 @@ export default class TicketCreateCommand extends PuCommand {
     details: `
       Writes \`.pu/tickets/queue/TYPE-NNNN.md\` (frontmatter and the description as body); the daemon
       dispatches it when a slot is free and the queue is not paused. The description comes from
-      \`--file PATH\` or stdin (\`--file -\`). Run inside a pu agent working a ticket, the new ticket is
-      recorded as that ticket's output ticket.
+      \`--file PATH\` or stdin (\`--file -\`); a ticket file is at most 1 MiB. The title is one line
+      of printable text; \`--agent\` must name a known agent type. Run inside a pu agent working a
+      ticket, the new ticket is recorded as that ticket's output ticket.
     `,
     examples: [
       ["A feature", "$0 ticket create 'Add dark mode' --type FEAT --priority P1"],
@@ -46,6 +47,7 @@ export default class TicketCreateCommand extends PuCommand {
         ...(process.env.PU_AGENT_ID ? { callerAgentId: process.env.PU_AGENT_ID } : {}),
       }),
     );
+    for (const warning of result.warnings) this.report.note(`pu: warning: ${warning}`);
     return this.report.result(result, (out) => {
       out.line(`queued ${result.ticket.id} (${result.ticket.priority}) ${result.ticket.title}`);
       out.line(`  file: ${result.ticket.path}`);

@@ -10,7 +10,8 @@ export default class TicketListCommand extends PuCommand {
   static override paths = [["ticket", "list"]];
   static override usage = Command.Usage({
     description: "List the project's tickets (queue in dispatch order, then in-progress, then done)",
-    details: "A ticket file that cannot be read is listed with the file and the field that is wrong; it stays where it is.",
+    details:
+      "A ticket file pu cannot use (bad frontmatter, over 1 MiB, an id another ticket already has) is listed as a problem line naming the file and why; it stays where it is and never runs.",
     examples: [
       ["All tickets", "$0 ticket list"],
       ["Only the waiting ones", "$0 ticket list --state queue"],
@@ -27,7 +28,7 @@ export default class TicketListCommand extends PuCommand {
     return this.report.result(result, (out) => {
       if (result.tickets.length === 0) out.line("no tickets");
       else for (const line of columnLines(["ID", "STATE", "PRIORITY", "CREATED", "TITLE"], result.tickets.map((t) => [t.id, t.state, t.priority, t.created_at, t.title]))) out.line(line);
-      for (const p of result.problems) out.line(`unreadable: ${p.message}`);
+      for (const p of result.problems) out.line(`problem: ${p.message}`);
     });
   }
 }

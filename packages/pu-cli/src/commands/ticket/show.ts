@@ -1,6 +1,7 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { PuCommand } from "../../pu-command.js";
+import { ticketIdArgument } from "@pu/core/ticket";
 
 export default class TicketShowCommand extends PuCommand {
   static override paths = [["ticket", "show"]];
@@ -13,7 +14,7 @@ export default class TicketShowCommand extends PuCommand {
 
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
-    const result = await withDaemon((client) => client.request("ticket_show", { projectRoot, ticketId: this.ticketId.toUpperCase() }));
+    const result = await withDaemon((client) => client.request("ticket_show", { projectRoot, ticketId: ticketIdArgument(this.ticketId) }));
     return this.report.result(result, (out) => {
       const { ticket, agent, completed } = result;
       out.line(`${ticket.id}  ${ticket.title}`);

@@ -23,7 +23,7 @@ import {
 } from "@pu/core/group";
 import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
 import type { LiveAgent } from "../../agents/live-agent.js";
-import { stopAgents } from "../../agents/stop.js";
+import { stopAgents, markFinished } from "../../agents/stop.js";
 import { awaitAnswer, turn, type TurnResult } from "../../agents/turn.js";
 import { commitAllChanges } from "../../git/commit.js";
 import { diffWorktree } from "../../git/diff.js";
@@ -316,7 +316,10 @@ export class GroupDriver {
       if (output) source = "screen";
     }
     if (live && live.session.exitCode === null) {
-      if (outcome.state === "done") this.ctx.countAsSuccess(live.agentId);
+      if (outcome.state === "done") {
+        this.ctx.countAsSuccess(live.agentId);
+        markFinished(live, "group");
+      }
       await stopAgents([live], "kill", STOP_GRACE_MS).catch(() => undefined);
     }
     await this.recordResult(variant, { ...outcome, output: tail(output, OUTPUT_CHARS), output_source: source });
@@ -518,6 +521,7 @@ export class GroupDriver {
         try {
           const verdict = parseJudgeVerdict(await readFile(verdictPath, "utf8"), done, variantKeys(this.group));
           this.ctx.countAsSuccess(judge.agentId);
+          markFinished(judge.live, "group");
           return await this.end("complete", [], { aggregate: "judge", outputs, winner: verdict.winner, ranking: verdict.ranking, reasons: verdict.reasons });
         } catch (err) {
           problem = (err as NodeJS.ErrnoException).code === "ENOENT" ? `no verdict was written to ${verdictPath}` : (err as Error).message;

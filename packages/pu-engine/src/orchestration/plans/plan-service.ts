@@ -28,6 +28,7 @@ import {
 import { OVERVIEW_EXPLORER_ID, VERIFY_TASK_ID, explorationRelativePath, newPlanSessionId, planBranch, type PlanLayout } from "@pu/core/plan-layout";
 import { applyVerdict, executionState, formatProposalErrors, pickTasksToStart, validateTaskProposals, withVerifyTask } from "@pu/core/task-graph";
 import type { LaunchedAgent } from "../../agents/launcher.js";
+import { markFinished } from "../../agents/stop.js";
 import type { TurnResult } from "../../agents/turn.js";
 import { git, gitOrFail } from "../../git/runner.js";
 import { commitAllChanges } from "../../git/commit.js";
@@ -283,7 +284,7 @@ class PlanDriver {
         }),
       );
     });
-    await stopRoleAgents(this.state, [...this.roleAgents]);
+    await stopRoleAgents(this.state, [...this.roleAgents], "plan");
     this.roleAgents.clear();
   }
 
@@ -339,7 +340,7 @@ class PlanDriver {
         files.session.evidence_log.push(logEntry("plan_accepted", { status: "passed", summary: `${accepted.length} task(s) accepted` }));
       });
       for (const name of await fs.readdir(this.layout.proposedDir).catch(() => [] as string[])) await fs.rm(`${this.layout.proposedDir}/${name}`, { force: true });
-      await stopRoleAgents(this.state, [...this.roleAgents]);
+      await stopRoleAgents(this.state, [...this.roleAgents], "plan");
       this.roleAgents.clear();
       ({ session, tasks } = await readPlan(this.layout));
     }
@@ -445,6 +446,7 @@ class PlanDriver {
         const problems = turnSucceeded(result) ? await this.taskProblems(worker, config) : [`the worker ${result.outcome === "exited" ? `exited (code ${result.exitCode ?? "?"})` : result.outcome}`];
         if (problems.length === 0) {
           await this.resolveTask(task.id, `resolved after ${attempt + 1} turn(s)`);
+          markFinished(launched.live, "plan");
           break;
         }
         if (attempt >= config.retries || result.outcome !== "waiting") {
@@ -565,7 +567,7 @@ class PlanDriver {
       },
       config.retries,
     );
-    await stopRoleAgents(this.state, [launched.agentId]);
+    await stopRoleAgents(this.state, [launched.agentId], problems.length === 0 ? "plan" : undefined);
     this.roleAgents.delete(launched.agentId);
     if (problems.length > 0) {
       await this.finish("FAILED", `the verifier gave no usable verdict: ${problems.join("; ")}`);

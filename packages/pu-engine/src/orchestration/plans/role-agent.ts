@@ -8,7 +8,7 @@ import { planRoleEnvironment, loadPlanTemplate, type PlanRole, type PlanRoleAssi
 import type { PlanLayout } from "@pu/core/plan-layout";
 import { renderTemplate } from "@pu/core/template";
 import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
-import { stopAgents } from "../../agents/stop.js";
+import { stopAgents, stopFinishedAgents } from "../../agents/stop.js";
 import { turn, type TurnResult } from "../../agents/turn.js";
 import { definitionScopes } from "../../workflows/definitions.js";
 import { pathWithPuCli } from "../../pu-cli-path.js";
@@ -76,8 +76,13 @@ export function turnSucceeded(result: TurnResult): boolean {
   return result.outcome === "waiting" || (result.outcome === "exited" && result.exitCode === 0);
 }
 
-/** Stops role agents that have done their part (their worktrees stay). */
-export async function stopRoleAgents(state: EngineState, agentIds: readonly string[]): Promise<void> {
+/**
+ * Stops role agents (their worktrees stay); `finishedBy` when their part is done, so their exit
+ * is recorded as finished by the plan rather than as a failure.
+ */
+export async function stopRoleAgents(state: EngineState, agentIds: readonly string[], finishedBy?: "plan"): Promise<void> {
   const live = agentIds.map((id) => state.sessions.get(id)).filter((l) => l !== undefined && l.session.exitCode === null);
-  if (live.length > 0) await stopAgents(live as NonNullable<(typeof live)[number]>[], "kill", STOP_GRACE_MS);
+  if (live.length === 0) return;
+  const agents = live as NonNullable<(typeof live)[number]>[];
+  await (finishedBy !== undefined ? stopFinishedAgents(agents, finishedBy, STOP_GRACE_MS) : stopAgents(agents, "kill", STOP_GRACE_MS));
 }

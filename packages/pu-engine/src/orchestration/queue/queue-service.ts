@@ -10,20 +10,20 @@ import type { FSWatcher } from "node:fs";
 import { access, mkdir, readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { loadConfig, parseConfig, type Config } from "@pu/core/config";
+import { loadConfig, parseConfig, projectConfigWarnings, type Config } from "@pu/core/config";
 import { DEFAULT_COLLECTION } from "@pu/core/default-workflows";
 import { PuError } from "@pu/core/errors";
 import { aggregatedText, isGroupFinished } from "@pu/core/group";
 import { findAgent } from "@pu/core/manifest";
 import type { AgentState, CompletedTicket } from "@pu/core/operator-state";
-import { manifestPath, puDir, worktreesDir } from "@pu/core/paths";
+import { configPath, manifestPath, puDir, worktreesDir } from "@pu/core/paths";
 import { renderTemplate } from "@pu/core/template";
 import { compareTickets } from "@pu/core/ticket";
 import { stepAgent, type Workflow, type WorkflowStep } from "@pu/core/workflow";
 import type { QueueStatus, ReviewItem, TicketView } from "@pu/ipc/protocol";
 import { launchAgent, resumeAgent } from "../../agents/launcher.js";
 import type { LiveAgent } from "../../agents/live-agent.js";
-import { stopAgents } from "../../agents/stop.js";
+import { stopAgents, stopFinishedAgents } from "../../agents/stop.js";
 import { startTurn, type TurnResult } from "../../agents/turn.js";
 import { mergeWorktree } from "../../git/merge.js";
 import type { GroupService } from "../groups/group-service.js";
@@ -31,7 +31,7 @@ import { nowIso, type EngineState } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../workflows/gates.js";
 import type { LaunchSlots } from "../launch-slots.js";
 import { OperatorStateStore, operatorStatePath } from "./state-store.js";
-import { appendHistory, ensureTicketDirs, findTicket, moveTicket, scanTickets, watchQueueFolder, writeTicketField } from "./tickets.js";
+import { appendHistory, ensureTicketDirs, findTicket, moveTicket, scanTickets, ticketSummary, watchQueueFolder, writeTicketField } from "./tickets.js";
 import { recordAgentExit } from "./usage.js";
 import { resolveWorkflow } from "./workflows.js";
 
@@ -188,28 +188,69 @@ export class QueueService {
 
   // ---- caps and dispatch ------------------------------------------------------------
 
-  private async homeQueueSettings(): Promise<NonNullable<Config["queue"]>> {
-    const file = path.join(this.state.home, "config.yaml");
-    try {
-      return parseConfig(await readFile(file, "utf8"), file).queue ?? {};
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "ENOENT") this.state.log.event("queue_config_unreadable", { file, error: err });
-      return {};
-    }
+  /** Why `$PU_HOME/config.yaml` cannot be used, as last read: while set the queue stands still. */
+  private homeConfigProblem: string | undefined;
+  /** Project settings warnings already logged, so each is said once. */
+  private readonly loggedWarnings = new Set<string>();
+
+  private homeConfigFile(): string {
+    return path.join(this.state.home, "config.yaml");
   }
 
+  /**
+   * `queue:` of `$PU_HOME/config.yaml`; CONFIG_ERROR naming the file and the field when it
+   * cannot be used. Never defaults in its place: a typo must not run more agents than asked for.
+   */
+  private async homeQueueSettings(): Promise<NonNullable<Config["queue"]>> {
+    const file = this.homeConfigFile();
+    let settings: NonNullable<Config["queue"]>;
+    try {
+      settings = parseConfig(await readFile(file, "utf8"), file).queue ?? {};
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+        settings = {};
+      } else {
+        const problem = err instanceof PuError ? err : new PuError("CONFIG_ERROR", `config ${file}: cannot be read: ${(err as Error).message}`);
+        if (this.homeConfigProblem !== problem.message) this.state.log.event("queue_config_unreadable", { file, error: problem.message });
+        this.homeConfigProblem = problem.message;
+        throw problem;
+      }
+    }
+    if (this.homeConfigProblem !== undefined) this.state.log.event("queue_config_fixed", { file });
+    this.homeConfigProblem = undefined;
+    return settings;
+  }
+
+  /** The cap across projects; CONFIG_ERROR while `$PU_HOME/config.yaml` cannot be used. */
   async maxParallel(): Promise<number> {
     return (await this.homeQueueSettings()).maxParallel ?? Math.max(1, os.availableParallelism() - 1);
   }
 
   private async projectSettings(root: string): Promise<{ maxPerProject: number; hungAfterMinutes: number; config: Config }> {
-    const home = await this.homeQueueSettings();
+    // A bad home config stops dispatch (maxParallel); a ticket already working goes on with the defaults.
+    const home = await this.homeQueueSettings().catch(() => ({}) as NonNullable<Config["queue"]>);
     const config = await loadConfig(root);
+    for (const warning of projectConfigWarnings(config, configPath(root), this.homeConfigFile())) {
+      if (this.loggedWarnings.has(warning)) continue;
+      this.loggedWarnings.add(warning);
+      this.state.log.event("queue_setting_ignored", { projectRoot: root, warning });
+    }
     return {
       maxPerProject: config.queue?.maxPerProject ?? home.maxPerProject ?? Number.POSITIVE_INFINITY,
       hungAfterMinutes: config.queue?.hungAfterMinutes ?? home.hungAfterMinutes ?? DEFAULT_HUNG_MINUTES,
       config,
     };
+  }
+
+  /** Why nothing the queue holds will start now (stopped by a bad file, or paused); undefined when it runs. */
+  async whyStopped(): Promise<string | undefined> {
+    if (this.store.error !== undefined) return `the queue is stopped: ${this.store.error} (fix or move the file and restart the daemon)`;
+    try {
+      await this.maxParallel();
+    } catch (err) {
+      return `the queue is stopped: ${(err as Error).message} (fix the file, then \`pu queue resume\`)`;
+    }
+    return this.paused ? "the queue is paused (`pu queue resume`)" : undefined;
   }
 
   /** Slots taken by other automatic launchers (plan workers, group members), per project. */
@@ -258,7 +299,7 @@ export class QueueService {
     return {
       paused: () => this.paused || this.state.stopping,
       free: async (root: string) => {
-        const limit = await this.maxParallel();
+        const limit = await this.maxParallel().catch(() => 0);
         const settings = await this.projectSettings(root).catch(() => undefined);
         return Math.max(0, Math.min(limit - this.used(), (settings?.maxPerProject ?? Number.POSITIVE_INFINITY) - this.used(root)));
       },
@@ -334,8 +375,9 @@ export class QueueService {
    */
   private async dispatchPass(reason: string): Promise<void> {
     if (this.blocked()) return;
-    const limit = await this.maxParallel();
-    if (this.used() >= limit) return;
+    // A bad $PU_HOME/config.yaml: nothing starts until it is fixed (logged once, shown by `pu queue`).
+    const limit = await this.maxParallel().catch(() => undefined);
+    if (limit === undefined || this.used() >= limit) return;
     const waiting: (TicketView & { root: string })[] = [];
     for (const root of this.state.projects.list()) {
       const scan = await scanTickets(root, ["queue"]).catch((err: unknown) => {
@@ -576,7 +618,7 @@ export class QueueService {
     if (alive && live.agentType === tool && (step.model === undefined || step.model === agentState.llm_model)) return;
     if (alive) {
       this.finishedAgents.add(live.agentId);
-      await stopAgents([live], "kill");
+      await stopFinishedAgents([live], "queue");
     }
     const worktree = agentState.session_context_ref;
     if (!worktree) throw new PuError("INVALID_STATE", `ticket ${run.ticketId} has no worktree to start step ${step.name} in`);
@@ -656,7 +698,7 @@ export class QueueService {
     const live = run.live;
     if (live && live.session.exitCode === null) {
       this.finishedAgents.add(live.agentId);
-      await stopAgents([live], "kill");
+      await stopFinishedAgents([live], "queue");
     }
     const giveBack = this.lendSlot(run.root, run.ticketId);
     try {
@@ -888,8 +930,12 @@ export class QueueService {
     run.finished = true;
     const live = run.live;
     if (live && live.session.exitCode === null) {
-      if (outcome === "done") this.finishedAgents.add(live.agentId);
-      await stopAgents([live], "kill");
+      if (outcome === "done") {
+        this.finishedAgents.add(live.agentId);
+        await stopFinishedAgents([live], "queue");
+      } else {
+        await stopAgents([live], "kill");
+      }
     }
     const agentState = this.agentStateOf(run);
     const record: CompletedTicket = {
@@ -1032,16 +1078,30 @@ export class QueueService {
   // ---- requests --------------------------------------------------------------------------
 
   async status(): Promise<QueueStatus> {
-    const maxParallel = await this.maxParallel();
+    let maxParallel = 0;
+    let configError: string | undefined;
+    try {
+      maxParallel = await this.maxParallel();
+    } catch (err) {
+      configError = (err as Error).message;
+    }
     const waiting: QueueStatus["waiting"] = [];
     const problems: QueueStatus["problems"] = [];
+    const warnings: string[] = [];
     for (const root of this.state.projects.list()) {
       const scan = await scanTickets(root, ["queue"]).catch(() => ({ tickets: [], problems: [] }));
-      waiting.push(...scan.tickets.map((t) => ({ ...t, project: root })));
+      waiting.push(...scan.tickets.map((t) => ({ ...ticketSummary(t), project: root })));
       problems.push(...scan.problems);
       for (const t of scan.tickets) {
         const held = this.held.get(runKey(root, t.id));
         if (held !== undefined) problems.push({ file: t.path, message: `not started: ${held}` });
+      }
+      // A project whose config cannot be read has tickets that never start: say why.
+      if (!(await exists(manifestPath(root)))) continue;
+      try {
+        warnings.push(...projectConfigWarnings(await loadConfig(root), configPath(root), this.homeConfigFile()));
+      } catch (err) {
+        problems.push({ file: configPath(root), message: `${(err as Error).message} (its tickets do not start)` });
       }
     }
     waiting.sort(compareTickets);
@@ -1050,12 +1110,14 @@ export class QueueService {
       paused: this.paused,
       maxParallel,
       slotsUsed: used,
-      slotsFree: Math.max(0, maxParallel - used),
+      slotsFree: configError !== undefined || this.store.error !== undefined ? 0 : Math.max(0, maxParallel - used),
       running: this.store.state.agents.map((a) => ({ ...a, paired: this.isPaired(a) })),
       waiting,
       problems,
+      warnings,
     };
     if (this.store.error) status.stateError = this.store.error;
+    if (configError !== undefined) status.configError = configError;
     return status;
   }
 
