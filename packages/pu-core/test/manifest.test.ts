@@ -166,6 +166,19 @@ describe("optional fields", () => {
     expect(parseManifest(serializeManifest(manifest), "m.json")).toEqual(manifest);
     expect(manifest.agents["ag-root1111"]?.triggerState).toBe("gating");
   });
+
+  it("finishedBy (pu stopped the agent after its work) is written after the exit, and omitted when absent", () => {
+    const manifest = parseManifest(seedText, "m.json");
+    const agent = manifest.agents["ag-root1111"]!;
+    Object.assign(agent, { status: "broken", exitCode: 143, completedAt: "2026-03-08T12:00:00.000Z", finishedBy: "queue" });
+    const keys = Object.keys(JSON.parse(serializeManifest(manifest)).agents["ag-root1111"]);
+    expect(keys.indexOf("finishedBy")).toBe(keys.indexOf("exitCode") + 1);
+    expect(parseManifest(serializeManifest(manifest), "m.json").agents["ag-root1111"]?.finishedBy).toBe("queue");
+    delete agent.finishedBy;
+    expect(serializeManifest(manifest)).not.toContain("finishedBy");
+    // A value a later pu writes is kept, not refused.
+    expect(parseManifest(seedWith((raw) => (raw.agents["ag-root1111"].finishedBy = "schedule")), "m.json").agents["ag-root1111"]?.finishedBy).toBe("schedule");
+  });
 });
 
 describe("unknown keys", () => {

@@ -415,6 +415,7 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
       delete entry.error;
       delete entry.exitCode;
       delete entry.completedAt;
+      delete entry.finishedBy;
       entry.status = "streaming";
       entry.pid = session.pid;
       const startTime = processStartTime(session.pid);
