@@ -35,6 +35,7 @@ import { mergeWorktree, MergeConflictError } from "../../git/merge.js";
 import { runGate } from "../../workflows/gates.js";
 import type { EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
+import type { WorkOwner } from "../owners.js";
 import { createPlan, layoutOf, listPlanIds, readPlan, updatePlan, type PlanFiles } from "./plan-store.js";
 import { nextTurn, roleAgentName, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded } from "./role-agent.js";
 import { worktreesDir } from "@pu/core/paths";
@@ -128,6 +129,17 @@ class PlanDriver {
   workerOf(agentId: string): RunningWorker | undefined {
     for (const worker of this.workers.values()) if (worker.launched.agentId === agentId) return worker;
     return undefined;
+  }
+
+  /** The agents (and workers' worktrees) this driver runs now; a role agent's worktree is found from the agent. */
+  ownedWork(): WorkOwner {
+    const workers = [...this.workers.values()];
+    return {
+      kind: "plan",
+      id: this.layout.sessionId,
+      agentIds: [...this.roleAgents, ...workers.map((w) => w.launched.agentId)],
+      worktreeIds: workers.map((w) => w.launched.worktreeId).filter((id): id is string => id !== undefined),
+    };
   }
 
   async stop(): Promise<void> {
@@ -540,6 +552,8 @@ class PlanDriver {
     const { problems, launched } = await this.roleTurns(
       async () => {
         const role = await startRoleAgent(this.state, this.root, this.layout, { role: "verifier", iteration }, prompt, { kind: "new", name: roleAgentName(session.session_id, { role: "verifier", iteration }), base: branch });
+        // The session's from now on (pu clean/kill leave it alone), not only once the commands below ran.
+        this.roleAgents.add(role.launched.agentId);
         // The verify commands run on the integration branch (the verifier's checkout) while it starts.
         for (const command of config.verify) {
           const outcome = await runGate({ command, cwd: role.launched.cwd, timeoutSeconds: config.checkTimeoutSeconds });
@@ -623,6 +637,14 @@ export class PlanService {
       this.drivers.set(key, driver);
     }
     return driver;
+  }
+
+  /** The work of the project's running sessions, for `pu clean` and `pu kill`. */
+  ownedWork(root: string): WorkOwner[] {
+    return [...this.drivers.values()]
+      .filter((d) => d.root === root && !d.stopped)
+      .map((d) => d.ownedWork())
+      .filter((owner) => owner.agentIds.length > 0 || owner.worktreeIds.length > 0);
   }
 
   async start(root: string, options: PlanStartOptions): Promise<PlanSummary> {

@@ -30,6 +30,7 @@ import type { GroupService } from "../groups/group-service.js";
 import { nowIso, type EngineState } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../workflows/gates.js";
 import type { LaunchSlots } from "../launch-slots.js";
+import type { WorkOwner } from "../owners.js";
 import { OperatorStateStore, operatorStatePath } from "./state-store.js";
 import { appendHistory, ensureTicketDirs, findTicket, moveTicket, scanTickets, watchQueueFolder, writeTicketField } from "./tickets.js";
 import { recordAgentExit } from "./usage.js";
@@ -1119,6 +1120,17 @@ export class QueueService {
     const worktreePath = this.agentStateOf(run)?.worktree_path ?? undefined;
     await this.finish(run, "cancelled", "cancelled", [], "cancelled by request");
     return { stoppedAgents, ...(worktreePath ? { worktreePath } : {}) };
+  }
+
+  /** The worktrees and agents of the project's tickets in flight (state.json's `agents`), for `pu clean` and `pu kill`. */
+  ownedWork(root: string): WorkOwner[] {
+    return this.store.state.agents
+      .filter((a) => a.project === root)
+      .map((a) => {
+        const live = this.runs.get(runKey(root, a.ticket_id))?.live;
+        const agentIds = [...new Set([a.session_name, live?.agentId].filter((id): id is string => typeof id === "string" && id !== ""))];
+        return { kind: "ticket", id: a.ticket_id, agentIds, worktreeIds: a.session_context_ref ? [a.session_context_ref] : [] };
+      });
   }
 
   /** A ticket created from inside an agent: recorded as the output of that agent's ticket. */
