@@ -54,14 +54,20 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
           ? `waiting (${agent.waitingReason === "turn_end" ? "done" : "permission"})`
           : agent.status,
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
-    pidExit:
-      agent.exitCode !== undefined && agent.exitCode !== null
-        ? `exit ${agent.exitCode}`
-        : agent.pid !== undefined && agent.pid !== null
-          ? String(agent.pid)
-          : "-",
+    pidExit: pidOrExit(agent),
     screen: agent.lastScreenLine ?? "",
   };
+}
+
+/**
+ * The exit code, else the pid of a process the daemon runs now. A pid the manifest remembers of
+ * a process that is gone (a daemon killed under it, a benched agent) is shown as what it was,
+ * never as if it still ran.
+ */
+function pidOrExit(agent: AgentView): string {
+  if (agent.exitCode !== undefined && agent.exitCode !== null) return `exit ${agent.exitCode}`;
+  if (agent.pid === undefined || agent.pid === null) return "-";
+  return agent.live ? String(agent.pid) : `- (was ${agent.pid})`;
 }
 
 /** One row per agent: root agents first, then each worktree's (a worktree with no agents still gets a row). */

@@ -21,6 +21,7 @@ import { handlePlanCancel } from "./handlers/plan-cancel.js";
 import { handlePlanCheck } from "./handlers/plan-check.js";
 import { handlePlanEvidence } from "./handlers/plan-evidence.js";
 import { handlePlanList } from "./handlers/plan-list.js";
+import { handlePlanMerge } from "./handlers/plan-merge.js";
 import { handlePlanRun } from "./handlers/plan-run.js";
 import { handlePlanStart } from "./handlers/plan-start.js";
 import { handlePlanStatus } from "./handlers/plan-status.js";
@@ -85,6 +86,7 @@ export function createHandlers(services: EngineServices): Handlers {
     plan_cancel: (req) => handlePlanCancel(services, req),
     plan_evidence: (req) => handlePlanEvidence(services, req),
     plan_check: (req) => handlePlanCheck(services, req),
+    plan_merge: (req) => handlePlanMerge(services, req),
     ticket_create: (req) => handleTicketCreate(services, req),
     ticket_list: (req) => handleTicketList(services, req),
     ticket_show: (req) => handleTicketShow(services, req),

@@ -23,10 +23,11 @@ import {
 } from "@pu/core/group";
 import { agentTypeTrustItem } from "@pu/core/trust";
 import type { GroupMemberView, GroupView, GroupsResults } from "@pu/ipc/protocol";
-import { agentTypeOrThrow } from "../../agents/launcher.js";
+import { agentTypeOrThrow, requireAgentProgram } from "../../agents/launcher.js";
 import { cleanWorktrees } from "../../git/clean-worktrees.js";
 import { diffWorktree } from "../../git/diff.js";
 import { mergeRecordedWorktree } from "../../git/merge-recorded.js";
+import { requireBaseRef } from "../../git/worktree.js";
 import { currentBranch } from "../../git/runner.js";
 import { nowIso, type EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
@@ -114,6 +115,9 @@ export class GroupService {
     for (const type of types) {
       await this.state.trust.require(root, [agentTypeTrustItem(root, type, agentTypeOrThrow(config, type))]);
     }
+    // Refused now, not by every member failing later: a program that is not installed, a base that does not exist.
+    for (const type of types) requireAgentProgram(config, type, root);
+    if (spec.base !== undefined && !spec.sharedWorktree) await requireBaseRef(root, spec.base);
     if (spec.aggregate === "gate" && !spec.gate) throw new PuError("INVALID_ARGUMENT", "aggregate gate needs a gate (--gate CMD) to run in every member's worktree");
     if (spec.quorum !== undefined && spec.quorum > pending.length) {
       throw new PuError("INVALID_ARGUMENT", `the quorum ${spec.quorum} is more than the group's ${pending.length} members`);

@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { FSWatcher } from "node:fs";
-import { access, mkdir, readFile, writeFile } from "node:fs/promises";
+import { access, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { loadConfig, parseConfig, type Config } from "@pu/core/config";
@@ -89,6 +89,13 @@ async function exists(file: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Where `file` really is when that is outside `dir` (a symlink out of the worktree); undefined when it is inside. */
+async function resolvesOutside(dir: string, file: string): Promise<string | undefined> {
+  const [realDir, realFile] = await Promise.all([realpath(dir), realpath(file)]);
+  const relative = path.relative(realDir, realFile);
+  return relative === ".." || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative) ? realFile : undefined;
 }
 
 export class QueueService {
@@ -791,6 +798,10 @@ export class QueueService {
       const file = path.resolve(live.cwd, step.artifact);
       if (!(await exists(file))) {
         return `The step "${step.name}" is done only when ${step.artifact} exists, and it does not yet. Please create it.`;
+      }
+      const outside = await resolvesOutside(live.cwd, file);
+      if (outside !== undefined) {
+        return `The step "${step.name}" is done only when ${step.artifact} is a file in your worktree; it leads to ${outside}, outside it. Please write the file itself there.`;
       }
     }
     if (step.gate === undefined) return undefined;
