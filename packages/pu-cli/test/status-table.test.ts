@@ -66,7 +66,7 @@ describe("status table", () => {
       },
       worktrees: {},
     } as unknown as StatusReport);
-    expect(rows.map((r) => r.pidExit)).toEqual(["- (was 4321)", "- (was 999)"]);
+    expect(Object.fromEntries(rows.map((r) => [r.agent, r.pidExit]))).toEqual({ "ag-lost0001": "- (was 4321)", "ag-bench001": "- (was 999)" });
   });
 
   it("says when a waiting agent has finished its turn or asks for permission", () => {
