@@ -139,7 +139,8 @@ class PlanDriver {
     return {
       kind: "plan",
       id: this.layout.sessionId,
-      agentIds: [...this.roleAgents, ...workers.map((w) => w.launched.agentId)],
+      // Role agents stay listed after they were stopped (finish stops them, the set is not cleared): only running ones count.
+      agentIds: [...[...this.roleAgents].filter((id) => this.state.isRunning(id)), ...workers.map((w) => w.launched.agentId)],
       worktreeIds: workers.map((w) => w.launched.worktreeId).filter((id): id is string => id !== undefined),
     };
   }
@@ -205,7 +206,7 @@ class PlanDriver {
         if (outcome === "stuck") return;
         const fresh = await readPlan(this.layout);
         if (fresh.session.options.skip_verify) {
-          await this.finish("COMPLETE", "every task resolved (verification skipped)");
+          await this.finish("COMPLETE", `every task resolved (verification skipped); ${planBranch(this.layout.sessionId)} is ready for \`pu plan merge ${this.layout.sessionId}\``);
           return;
         }
         await this.setPhase("VERIFICATION");
