@@ -76,6 +76,20 @@ describe("pu daemon end to end", { timeout: 120_000 }, () => {
     expect(await sb.agent(agent.agentId)).toMatchObject({ suspended: true, status: "waiting" });
   });
 
+  it("after a daemon SIGKILL, pu status shows the dead agent's pid as what it was, not as a running process", async () => {
+    const agent = await sb.spawnAgent(["--root", "--command", FAKE_AGENT_COMMAND]);
+    const agentPid = (await sb.agent(agent.agentId)).pid!;
+    await sb.sigkillDaemon();
+    // The next daemon stops the orphan (pid and start time) and records the agent as lost.
+    const after = await waitFor("the agent to be recorded gone", async () => {
+      const a = await sb.agent(agent.agentId);
+      return !a.live && !isProcessAlive(agentPid) ? a : undefined;
+    });
+    expect(after).toMatchObject({ live: false, status: "broken", pid: agentPid });
+    const row = (await sb.ok(["status"])).split("\n").find((line) => line.includes(agent.agentId))!;
+    expect(row).toMatch(new RegExp(`broken\\s+-\\s+- \\(was ${agentPid}\\)$`));
+  });
+
   it("daemon restart replaces the running daemon with a new one", async () => {
     const before = sb.noteDaemonPid()!;
     const restart = await sb.puJson<{ stoppedPid: number | null; pid: number }>(["daemon", "restart"]);

@@ -56,7 +56,7 @@ describe("multi-agent groups", { timeout: 240_000 }, () => {
     await sb.ok(["init"]);
     const config = path.join(sb.root, ".pu/config.yaml");
     const command = `${process.execPath} ${MEMBER}`;
-    writeFileSync(config, `${readFileSync(config, "utf8").replace(/^defaultAgent:.*$/m, "defaultAgent: alpha")}\nagents:\n  alpha:\n    command: ${command}\n  beta:\n    command: ${command}\n`);
+    writeFileSync(config, `${readFileSync(config, "utf8").replace(/^defaultAgent:.*$/m, "defaultAgent: alpha")}\nagents:\n  alpha:\n    command: ${command}\n  beta:\n    command: ${command}\n  ghost:\n    command: no-such-agent-cli\n`);
     // A ticket type whose first step fans out to both agents; the next step gets the group's output.
     mkdirSync(path.join(sb.root, ".pu/workflows"), { recursive: true });
     writeFileSync(
@@ -287,6 +287,9 @@ describe("multi-agent groups", { timeout: 240_000 }, () => {
     await refused(["group", "run", "x", "--agents", "alpha,beta", "--model", "gamma=m"], 2, /gamma is not one of --agents/);
     await refused(["group", "run", "x", "--agents", "alpha,nosuch"], 2, /unknown agent type 'nosuch'/);
     await refused(["group", "run", "x", "--agents", "alpha,beta", "--quorum", "3"], 2, /quorum 3 is more than the group's 2 members/);
+    await refused(["group", "run", "x", "--agents", "alpha,beta", "--base", "nosuchbranch"], 2, /base ref "nosuchbranch" does not exist/);
+    // A program that is not installed: refused now, not a group that fails later (1).
+    await refused(["group", "run", "x", "--agents", "alpha,ghost"], 1, /agent type 'ghost' cannot start: command 'no-such-agent-cli' not found on PATH/);
     // Not there (3).
     await refused(["group", "status", "g-000000"], 3, /no group g-000000/);
     const any = (await sb.puJson<{ groups: GroupJson[] }>(["group", "list"])).groups[0]!;

@@ -82,4 +82,27 @@ describe("pu ticket / queue / review / stats", { timeout: 120_000 }, () => {
     expect(r.code).toBe(3);
     expect(r.stderr).toContain("TASK-0002 is not in progress");
   });
+
+  it("a step's artifact must be a file in the worktree: /etc/passwd is refused, a symlink out of it does not count as done", async () => {
+    await sb.ok(["queue", "resume"]);
+    const workflows = path.join(sb.root, ".pu", "workflows");
+    writeFileSync(path.join(workflows, "ABS.yaml"), 'steps:\n  - name: do\n    prompt: "echo nothing"\n    artifact: /etc/passwd\n');
+    writeFileSync(path.join(workflows, "LINK.yaml"), 'steps:\n  - name: do\n    agent: terminal\n    prompt: "ln -s /etc/passwd out.md"\n    artifact: out.md\n    max_retries: 0\n');
+    await sb.ok(["trust"]);
+    await sb.ok(["ticket", "create", "absolute", "--type", "ABS"]);
+    const held = await waitFor("the ABS ticket to be held", async () => {
+      const q = await sb.puJson<{ problems: { file: string; message: string }[] }>(["queue"]);
+      return q.problems.find((p) => p.file.endsWith("ABS-0001.md"));
+    });
+    expect(held.message).toContain("ABS.yaml: steps[0].artifact: must be a path inside the worktree");
+
+    await sb.ok(["ticket", "create", "link", "--type", "LINK"]);
+    const waiting = await waitFor("the LINK ticket to wait for a decision", async () => {
+      const list = await sb.puJson<{ reviews: { ticketId: string; lastMessage: string | null; worktreePath: string | null }[] }>(["review", "list"]);
+      return list.reviews.find((r) => r.ticketId === "LINK-0001" && r.lastMessage);
+    }, 60_000);
+    expect(waiting.lastMessage).toMatch(/out\.md is a file in your worktree; it leads to \/etc\/passwd, outside it/);
+    expect((await sb.puJson<TicketShow>(["ticket", "show", "LINK-0001"])).ticket.state).toBe("in-progress");
+    await sb.ok(["ticket", "cancel", "LINK-0001"]);
+  });
 });

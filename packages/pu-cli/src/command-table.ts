@@ -69,6 +69,7 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   "plan cancel": () => import("./commands/plan/cancel.js"),
   "plan evidence": () => import("./commands/plan/evidence.js"),
   "plan check": () => import("./commands/plan/check.js"),
+  "plan merge": () => import("./commands/plan/merge.js"),
   "ticket create": () => import("./commands/ticket/create.js"),
   "ticket list": () => import("./commands/ticket/list.js"),
   "ticket show": () => import("./commands/ticket/show.js"),

@@ -7,6 +7,8 @@ export function writePlanSummary(out: HumanOutput, plan: PlanView): void {
   out.line(`${plan.sessionId}  ${plan.phase}${plan.phase === "EXPLORATION" ? ` (${plan.explorationStage})` : ""}  iteration ${plan.iteration}/${plan.options.max_iterations}  ${approval}`);
   out.line(`  goal: ${plan.goal.split("\n")[0]}`);
   out.line(`  branch ${plan.branch}; files ${plan.dir}`);
+  if (plan.failure) out.line(`  failed: ${plan.failure}`);
+  for (const problem of plan.problems) out.line(`  problem: ${problem}`);
   for (const task of plan.tasks) {
     const blocked = task.blockedBy.length > 0 ? ` ← ${task.blockedBy.join(", ")}` : "";
     const worker = task.worker ? ` [${task.worker}]` : "";

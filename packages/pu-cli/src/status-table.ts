@@ -62,15 +62,20 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
           : agent.status,
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
     // "exit 143" is kept for real failures; pu's own stop after the work is said as such.
-    pidExit: finishedByPu(agent)
-      ? `stopped by ${agent.finishedBy}`
-      : agent.exitCode !== undefined && agent.exitCode !== null
-        ? `exit ${agent.exitCode}`
-        : agent.pid !== undefined && agent.pid !== null
-          ? String(agent.pid)
-          : "-",
+    pidExit: finishedByPu(agent) ? `stopped by ${agent.finishedBy}` : pidOrExit(agent),
     screen: agent.lastScreenLine ?? "",
   };
+}
+
+/**
+ * The exit code, else the pid of a process the daemon runs now. A pid the manifest remembers of
+ * a process that is gone (a daemon killed under it, a benched agent) is shown as what it was,
+ * never as if it still ran.
+ */
+function pidOrExit(agent: AgentView): string {
+  if (agent.exitCode !== undefined && agent.exitCode !== null) return `exit ${agent.exitCode}`;
+  if (agent.pid === undefined || agent.pid === null) return "-";
+  return agent.live ? String(agent.pid) : `- (was ${agent.pid})`;
 }
 
 /** One row per agent: root agents first, then each worktree's (a worktree with no agents still gets a row). */

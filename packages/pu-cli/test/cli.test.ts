@@ -148,6 +148,18 @@ describe("outside a project", () => {
   });
 });
 
+describe("pu completion", () => {
+  it("prints the script as it is, and as one JSON document with --json", async () => {
+    const plain = await pu("completion", "bash");
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).toContain("complete -F");
+    const json = await pu("completion", "bash", "--json");
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual({ shell: "bash", script: plain.stdout });
+    expectNoDaemonStarted();
+  });
+});
+
 describe("daemon status without a daemon", () => {
   it("says not running and starts nothing", async () => {
     const r = await pu("daemon", "status", "--json");

@@ -73,6 +73,18 @@ describe("status table", () => {
     expect(coloured).toContain("stopped by group");
   });
 
+  it("never shows the pid of a process that is gone as if it ran: a daemon SIGKILLed under it, a benched agent", () => {
+    const rows = statusRows({
+      ...report,
+      agents: {
+        "ag-lost0001": agent("ag-lost0001", { status: "broken", pid: 4321, live: false, idleSeconds: null }),
+        "ag-bench001": agent("ag-bench001", { status: "waiting", pid: 999, suspended: true, live: false, idleSeconds: null }),
+      },
+      worktrees: {},
+    } as unknown as StatusReport);
+    expect(Object.fromEntries(rows.map((r) => [r.agent, r.pidExit]))).toEqual({ "ag-lost0001": "- (was 4321)", "ag-bench001": "- (was 999)" });
+  });
+
   it("says when a waiting agent has finished its turn or asks for permission", () => {
     const only = (fields: Record<string, unknown>) =>
       statusRows({ ...report, agents: { "ag-wait0001": agent("ag-wait0001", { status: "waiting", ...fields }) }, worktrees: {} } as unknown as StatusReport)[0]!.status;

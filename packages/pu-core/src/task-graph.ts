@@ -266,6 +266,27 @@ export function executionState(tasks: readonly Task[]): ExecutionState {
   };
 }
 
+/**
+ * Why execution cannot go on, in one line: the failed tasks and what waits on them, and any
+ * graph problem (a cycle or a dangling `blockedBy`, from a hand edit of tasks/) that keeps
+ * tasks from ever becoming ready.
+ */
+export function stuckReason(tasks: readonly Task[]): string {
+  const state = executionState(tasks);
+  const parts: string[] = [];
+  if (state.kind === "stuck" && state.failed.length > 0) {
+    const why = state.unreachable.map((u) => `${u.id} waits on failed ${u.failedBlockers.join(", ")}`);
+    parts.push(`tasks failed: ${state.failed.join(", ")}${why.length ? `; ${why.join("; ")}` : ""}`);
+  }
+  const graph = taskGraphErrors(tasks);
+  if (graph.length > 0) parts.push(`the task graph cannot run: ${graph.join("; ")}`);
+  if (parts.length === 0) {
+    const waiting = sortedById(tasks.filter((task) => task.status === "open" && task.id !== VERIFY_TASK_ID)).map((task) => task.id);
+    parts.push(`no task can start${waiting.length ? ` (${waiting.join(", ")} wait on tasks that are not resolved)` : ""}`);
+  }
+  return parts.join("; ");
+}
+
 // ---- verification -------------------------------------------------------------
 
 /** Problems with a verdict that only the task list can reveal: a failure naming no task. */

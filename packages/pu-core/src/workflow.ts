@@ -10,14 +10,24 @@ import { PuError } from "./errors.js";
 export const REVIEW_KINDS = ["plan", "visual", "pr"] as const;
 export const GROUP_STEP_TYPES = ["multi_model", "multi_prompt", "matrixed"] as const;
 
+/** A relative path that stays where it starts: not absolute, no `..` segment (symlinks are checked where the file is). */
+function isInsideRelativePath(value: string): boolean {
+  if (value.startsWith("/") || value.startsWith("~") || /^[A-Za-z]:/.test(value)) return false;
+  return !value.split(/[\\/]+/).includes("..");
+}
+
 export const WorkflowStepSchema = z.object({
   name: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, "must be a short lower-case name (plan, implement, test…)"),
   /** A template: {{TICKET_ID}}, {{TITLE}}, {{DESCRIPTION}}, {{STEP}}, {{OUTPUT_FILE}} and the ticket's vars. */
   prompt: z.string().min(1),
   agent: z.string().min(1).optional(),
   model: z.string().min(1).optional(),
-  /** A path (relative to the worktree) that must exist when the step is done. */
-  artifact: z.string().min(1).optional(),
+  /** A path (relative to the worktree, and inside it) that must exist when the step is done. */
+  artifact: z
+    .string()
+    .min(1)
+    .refine((artifact) => isInsideRelativePath(artifact), "must be a path inside the worktree (relative, no '..')")
+    .optional(),
   gate: TriggerGateSchema.optional(),
   max_retries: z.number().int().min(0).max(20).default(2),
   review: z.enum(REVIEW_KINDS).optional(),

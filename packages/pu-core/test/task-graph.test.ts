@@ -9,6 +9,7 @@ import {
   formatProposalErrors,
   pickTasksToStart,
   readyTasks,
+  stuckReason,
   taskGraphErrors,
   unreachableTasks,
   validateTaskProposals,
@@ -201,6 +202,15 @@ describe("execution", () => {
     });
     // While another worker still runs, the session is not stuck yet.
     expect(executionState(withStatus(tasks, { "5": "in_progress" })).kind).toBe("working");
+    expect(stuckReason(tasks)).toBe("tasks failed: 2; 4 waits on failed 2; 6 waits on failed 2");
+  });
+
+  it("a cycle a hand edit made is named as what stops the session, not an empty list of failed tasks", () => {
+    const tasks = withVerifyTask([task("a", ["b"]), task("b", ["a"]), task("c")], DEFAULT_SESSION_OPTIONS).map((t) => (t.id === "c" ? { ...t, status: "resolved" as const } : t));
+    expect(executionState(tasks)).toEqual({ kind: "stuck", failed: [], unreachable: [] });
+    expect(stuckReason(tasks)).toBe("the task graph cannot run: cycle: a → b → a (break it by removing one blockedBy)");
+    // A blockedBy naming no task strands its task the same way.
+    expect(stuckReason([task("a", ["zz"])])).toBe('the task graph cannot run: task a: blockedBy names "zz", which is not a task');
   });
 });
 

@@ -46,6 +46,11 @@ describe("workflows", () => {
     expect(fail(FEAT.replace("review: plan", "review: later"))).toMatch(/^W\.yaml: steps\[0\]\.review: /);
     expect(fail("steps: []\n")).toBe("W.yaml: steps: a workflow needs at least one step");
     expect(fail(FEAT.replace("name: implement", "name: plan"))).toBe('W.yaml: steps: step name "plan" is used twice');
+    // An artifact is a file the step leaves in its worktree: nothing outside counts as done.
+    for (const outside of ["/etc/passwd", "../../etc/passwd", "docs/../../x", "~/notes.md"]) {
+      expect(fail(FEAT.replace("artifact: PLAN.md", `artifact: "${outside}"`))).toBe("W.yaml: steps[0].artifact: must be a path inside the worktree (relative, no '..')");
+    }
+    expect(parseWorkflow(FEAT.replace("artifact: PLAN.md", "artifact: docs/..plan.md"), "W.yaml").workflow.steps[0]?.artifact).toBe("docs/..plan.md");
     const { warnings } = parseWorkflow(`${FEAT}colour: blue\n`.replace("    artifact: PLAN.md", "    artefact: PLAN.md"), "W.yaml");
     expect(warnings).toEqual(['W.yaml: unknown key "colour" ignored', 'W.yaml: steps[0]: unknown key "artefact" ignored']);
   });

@@ -21,6 +21,7 @@ import { handlePlanCancel } from "./handlers/plan-cancel.js";
 import { handlePlanCheck } from "./handlers/plan-check.js";
 import { handlePlanEvidence } from "./handlers/plan-evidence.js";
 import { handlePlanList } from "./handlers/plan-list.js";
+import { handlePlanMerge } from "./handlers/plan-merge.js";
 import { handlePlanRun } from "./handlers/plan-run.js";
 import { handlePlanStart } from "./handlers/plan-start.js";
 import { handlePlanStatus } from "./handlers/plan-status.js";
@@ -54,7 +55,7 @@ export function createHandlers(services: EngineServices): Handlers {
     spawn: (req) => handleSpawn(state, req, services.queue.paused),
     status: (req) => handleStatus(state, req),
     subscribe_status: (req, ctx) => handleSubscribeStatus(services, req, ctx),
-    kill: (req) => handleKill(state, req),
+    kill: (req) => handleKill(services, req),
     suspend: (req) => handleSuspend(state, req),
     resume: (req) => handleResume(state, req),
     logs: (req) => handleLogs(state, req),
@@ -66,7 +67,7 @@ export function createHandlers(services: EngineServices): Handlers {
     rename: (req) => handleRename(state, req),
     diff: (req) => handleDiff(state, req),
     merge: (req) => handleMerge(state, req),
-    clean: (req) => handleClean(state, req),
+    clean: (req) => handleClean(services, req),
     definition_list: (req) => handleDefinitionList(state, req),
     definition_get: (req) => handleDefinitionGet(state, req),
     definition_save: (req) => handleDefinitionSave(state, req),
@@ -85,6 +86,7 @@ export function createHandlers(services: EngineServices): Handlers {
     plan_cancel: (req) => handlePlanCancel(services, req),
     plan_evidence: (req) => handlePlanEvidence(services, req),
     plan_check: (req) => handlePlanCheck(services, req),
+    plan_merge: (req) => handlePlanMerge(services, req),
     ticket_create: (req) => handleTicketCreate(services, req),
     ticket_list: (req) => handleTicketList(services, req),
     ticket_show: (req) => handleTicketShow(services, req),

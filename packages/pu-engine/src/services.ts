@@ -2,6 +2,7 @@
  * What the request handlers are given: the engine's data (EngineState) and the services
  * daemon.ts builds on it. A handler reaches a service only through here.
  */
+import { OwnedWork } from "./orchestration/owners.js";
 import type { GroupService } from "./orchestration/groups/group-service.js";
 import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";
@@ -14,4 +15,9 @@ export interface EngineServices {
   plans: PlanService;
   groups: GroupService;
   queue: QueueService;
+}
+
+/** Who owns what in a project now (tickets in flight, groups not finished, running plans): asked by `pu clean` and `pu kill`. */
+export function ownedWorkIn(services: EngineServices, root: string): OwnedWork {
+  return OwnedWork.of([services.queue, services.groups, services.plans], root);
 }

@@ -71,6 +71,7 @@ export const RequestSchemas = {
   plan_cancel: plans.PlanCancelRequest,
   plan_evidence: plans.PlanEvidenceRequest,
   plan_check: plans.PlanCheckRequest,
+  plan_merge: plans.PlanMergeRequest,
   ticket_create: queue.TicketCreateRequest,
   ticket_list: queue.TicketListRequest,
   ticket_show: queue.TicketShowRequest,

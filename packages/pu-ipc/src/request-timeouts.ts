@@ -21,6 +21,7 @@ export const REQUEST_TIMEOUTS_MS: Partial<Record<RequestType, number>> = {
   plan_start: 60_000,
   plan_cancel: 120_000,
   plan_check: 0,
+  plan_merge: 300_000,
   ticket_cancel: 120_000,
   // Starting a group checks its agent types; cancel stops every member; pick merges and cleans.
   group_run: 60_000,

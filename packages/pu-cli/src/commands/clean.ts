@@ -12,6 +12,9 @@ export default class CleanCommand extends PuCommand {
       not removed: one worktree is refused (exit 1) naming the files and the number of commits,
       and \`--all\` cleans what is safe and lists what it kept. \`--force\` removes it anyway and
       says what was discarded. A squash-merged branch counts as merged.
+
+      A worktree a running ticket, group or plan owns is left alone the same way (refused, or kept
+      by \`--all\` naming its owner) until the owner is cancelled or \`--force\` is given.
     `,
     examples: [
       ["Clean one worktree", "$0 clean --worktree wt-ab12cd34"],
@@ -22,7 +25,7 @@ export default class CleanCommand extends PuCommand {
 
   worktree = Option.String("--worktree", { description: "Worktree id" });
   all = Option.Boolean("--all", false, { description: "Every worktree" });
-  force = Option.Boolean("--force", false, { description: "Also discard uncommitted files and unmerged commits" });
+  force = Option.Boolean("--force", false, { description: "Also discard uncommitted files and unmerged commits, and clean work a running ticket, group or plan owns" });
 
   async run(): Promise<number> {
     if ((this.worktree === undefined) === !this.all) {
@@ -47,7 +50,9 @@ export default class CleanCommand extends PuCommand {
         out.line(`cleaned ${c.worktreeId}${done.length ? `: ${done.join("; ")}` : ""}`);
         for (const note of c.notes) out.line(`  ${note}`);
       }
-      for (const k of result.kept) out.line(`kept ${k.worktreeId} (${k.name}): ${k.reason}; pu clean --worktree ${k.worktreeId} --force discards it`);
+      for (const k of result.kept) {
+        out.line(k.owner ? `kept ${k.worktreeId} (${k.name}): ${k.reason}` : `kept ${k.worktreeId} (${k.name}): ${k.reason}; pu clean --worktree ${k.worktreeId} --force discards it`);
+      }
     });
   }
 }

@@ -34,8 +34,9 @@ export default class CompletionCommand extends PuCommand {
     if (this.shell === undefined || !SHELLS.includes(this.shell as Shell)) {
       throw new CliUsageError(`pu completion needs a shell: ${SHELLS.join(" or ")}, e.g. \`pu completion bash\``);
     }
-    process.stdout.write(completionScript(this.shell as Shell));
-    return 0;
+    const shell = this.shell as Shell;
+    const script = completionScript(shell);
+    return this.report.result({ shell, script }, (out) => out.write(script));
   }
 
   private async printCandidates(): Promise<number> {

@@ -7,12 +7,14 @@ export default class KillCommand extends PuCommand {
   static override paths = [["kill"]];
   static override usage = Command.Usage({
     description: "Stop agents (SIGTERM, then SIGKILL after a grace period)",
-    details: "`--all` stops every agent in a worktree; add `--include-root` to stop root agents too. The agent running this command (PU_AGENT_ID) is never killed.",
+    details:
+      "`--all` stops every agent in a worktree; add `--include-root` to stop root agents too. The agent running this command (PU_AGENT_ID) is never killed. Agents a running ticket, group or plan owns are skipped by `--all` and refused when named, until the owner is cancelled (`pu ticket|group|plan cancel ID`) or `--force` is given.",
     examples: [
       ["Stop one agent", "$0 kill ag-ab12cd34"],
       ["The same, spelled out", "$0 kill --agent ag-ab12cd34"],
       ["Stop every agent of a worktree", "$0 kill --worktree wt-ab12cd34"],
       ["Stop everything", "$0 kill --all --include-root"],
+      ["Stop a ticket's agent too (it fails the ticket)", "$0 kill --all --force"],
     ],
   });
 
@@ -21,6 +23,7 @@ export default class KillCommand extends PuCommand {
   worktree = Option.String("--worktree", { description: "Worktree id" });
   all = Option.Boolean("--all", false, { description: "Every worktree agent" });
   includeRoot = Option.Boolean("--include-root", false, { description: "With --all: root agents too" });
+  force = Option.Boolean("--force", false, { description: "Also agents a running ticket, group or plan owns" });
 
   target(): string {
     const chosen = [this.id && "ID", this.agent && "--agent", this.worktree && "--worktree", this.all && "--all"].filter(Boolean);
@@ -40,7 +43,12 @@ export default class KillCommand extends PuCommand {
   async run(): Promise<number> {
     const target = this.target();
     const projectRoot = this.projectRoot();
-    const fields = process.env.PU_AGENT_ID ? { projectRoot, target, callerAgentId: process.env.PU_AGENT_ID } : { projectRoot, target };
+    const fields = {
+      projectRoot,
+      target,
+      ...(process.env.PU_AGENT_ID ? { callerAgentId: process.env.PU_AGENT_ID } : {}),
+      ...(this.force ? { force: true } : {}),
+    };
     const result = await withDaemon((client) => client.request("kill", fields));
     return this.report.result(result, (out) => {
       for (const k of result.killed) out.line(`killed ${k.agentId} (exit ${k.exitCode ?? "unknown"})`);

@@ -84,6 +84,21 @@ function ensureExecutable(file: string, cwd: string, envPath: string | undefined
   );
 }
 
+/**
+ * Refuses an agent type whose program is not installed, for a caller that records work now
+ * and starts the agent later (a group's members, a plan's roles): SPAWN_FAILED naming the
+ * executable, before anything is written.
+ */
+export function requireAgentProgram(config: Config, agentType: string, cwd: string): void {
+  const typeConfig = agentTypeOrThrow(config, agentType);
+  const launch = buildLaunch({ ...typeConfig, name: agentType }, { sessionId: usesSessionId(agentType) ? newSessionId() : undefined });
+  try {
+    ensureExecutable(launch.file, cwd, process.env.PATH);
+  } catch (err) {
+    throw new PuError("SPAWN_FAILED", `agent type '${agentType}' cannot start: ${(err as Error).message}`);
+  }
+}
+
 /** The agent type's configuration, or INVALID_ARGUMENT naming the types the project knows. */
 export function agentTypeOrThrow(config: Config, name: string): AgentTypeConfig {
   try {

@@ -5,6 +5,7 @@ import { isAlive } from "@pu/core/status";
 import { worktreesDir } from "@pu/core/paths";
 import type { CleanResult } from "@pu/ipc/protocol";
 import type { LiveAgent } from "../agents/live-agent.js";
+import { ownedNote, type OwnedWork } from "../orchestration/owners.js";
 import { dropSession } from "../agents/registry.js";
 import { stopAgents } from "../agents/stop.js";
 import { describeWorkAtRisk, removeWorktree, workAtRisk, type WorkAtRisk } from "./worktree.js";
@@ -30,6 +31,11 @@ export interface CleanRequest {
   force?: boolean;
   /** The agent asking (it may not clean the worktree it runs in). */
   callerAgentId?: string;
+  /**
+   * Who owns what now (a ticket, group or plan): an owned worktree is refused (one) or kept
+   * (`all`) unless `force`. Asked per worktree, as it is reached.
+   */
+  owners?: () => OwnedWork;
 }
 
 export async function cleanWorktrees(state: EngineState, root: string, req: CleanRequest): Promise<CleanResult> {
@@ -64,6 +70,13 @@ export async function cleanWorktrees(state: EngineState, root: string, req: Clea
       }
       kept.push({ worktreeId: wt.id, name: wt.name, reason: what + stoppedNote, ...risk });
     };
+    const owner = force || wt.status === "cleaned" ? undefined : req.owners?.().worktree(wt);
+    if (owner) {
+      const note = ownedNote(owner);
+      if (!req.all) throw new PuError("INVALID_STATE", `refusing to clean ${wt.id} (${wt.name}): it is ${note}`);
+      kept.push({ worktreeId: wt.id, name: wt.name, reason: note, owner: { kind: owner.kind, id: owner.id }, ...NOTHING_AT_RISK });
+      continue;
+    }
     // Checked before stopping anything, so a refusal leaves the agents running...
     const before = force ? NOTHING_AT_RISK : await riskNow();
     if (isAtRisk(before)) {

@@ -11,8 +11,12 @@ type MergeStrategy = "merge" | "squash" | "ff-only";
 
 export interface MergeWorktreeOptions {
   projectRoot: string;
-  /** The pu worktree whose branch is merged. */
-  path: string;
+  /**
+   * The checkout of the branch being merged, refused while it holds uncommitted work. Absent
+   * for a branch pu holds no worktree of (a plan's integration branch): then any checkout of it
+   * is found and checked the same way.
+   */
+  path?: string;
   branch: string;
   baseBranch: string;
   strategy: MergeStrategy;
@@ -49,10 +53,10 @@ export function mergeWorktree(options: MergeWorktreeOptions): Promise<MergeOutco
 
 async function mergeWorktreeLocked(options: MergeWorktreeOptions): Promise<MergeOutcome> {
   const { projectRoot, branch, baseBranch, strategy } = options;
-  const worktreePath = options.path;
+  const worktreePath = options.path ?? (await findCheckout(projectRoot, branch)) ?? undefined;
   const message = options.message ?? (strategy === "squash" ? `Squash ${branch}` : `Merge ${branch}`);
 
-  if (existsSync(worktreePath)) {
+  if (worktreePath !== undefined && existsSync(worktreePath)) {
     const dirty = await uncommittedWork(worktreePath, options.ignoreUntracked ?? []);
     if (dirty.length > 0) {
       throw new PuError("INVALID_STATE", `worktree ${worktreePath} has uncommitted changes (${summarize(dirty)}); commit them in the worktree first`);
@@ -80,7 +84,7 @@ async function mergeWorktreeLocked(options: MergeWorktreeOptions): Promise<Merge
     }
     return mergeIn(checkout, { branch, baseBranch, strategy, message });
   }
-  return mergeDetached(projectRoot, options.worktreesDir ?? path.dirname(worktreePath), {
+  return mergeDetached(projectRoot, options.worktreesDir ?? path.dirname(worktreePath ?? projectRoot), {
     branch,
     baseBranch,
     baseCommit,

@@ -54,6 +54,17 @@ export interface CreatedWorktree {
   notes: string[];
 }
 
+/**
+ * The commit a `--base` names; INVALID_ARGUMENT when it names no branch or commit of the
+ * project. Asked up front by whatever creates worktrees later (a group's members).
+ */
+export async function requireBaseRef(projectRoot: string, base: string): Promise<string> {
+  if (base.startsWith("-")) throw new PuError("INVALID_ARGUMENT", `base ref "${base}" is not a branch or commit; pass one to --base`);
+  const commit = await revParse(projectRoot, base);
+  if (!commit) throw new PuError("INVALID_ARGUMENT", `base ref "${base}" does not exist in ${projectRoot}; pass an existing branch or commit to --base`);
+  return commit;
+}
+
 export function createWorktree(options: CreateWorktreeOptions): Promise<CreatedWorktree> {
   return withRepoLock(options.projectRoot, () => createWorktreeLocked(options));
 }
@@ -78,13 +89,9 @@ async function createWorktreeLocked(options: CreateWorktreeOptions): Promise<Cre
     );
   }
   const base = options.base ?? current ?? "HEAD";
-  if (base.startsWith("-")) throw new PuError("INVALID_ARGUMENT", `base ref "${base}" is not a branch or commit; pass one to --base`);
-  const baseCommit = await revParse(projectRoot, base);
-  if (!baseCommit && options.base === undefined) {
-    throw new PuError("INVALID_STATE", `${projectRoot} has no commits on ${base} yet; make a first commit before creating worktrees`);
-  }
+  const baseCommit = options.base !== undefined ? await requireBaseRef(projectRoot, options.base) : await revParse(projectRoot, base);
   if (!baseCommit) {
-    throw new PuError("INVALID_ARGUMENT", `base ref "${base}" does not exist in ${projectRoot}; pass an existing branch or commit to --base`);
+    throw new PuError("INVALID_STATE", `${projectRoot} has no commits on ${base} yet; make a first commit before creating worktrees`);
   }
   const baseBranch = await localBranchNamed(projectRoot, base) ?? baseCommit;
   if (existsSync(worktreePath)) {

@@ -1,13 +1,14 @@
 import type { CleanResult, RequestOf } from "@pu/ipc/protocol";
 import { cleanWorktrees } from "../git/clean-worktrees.js";
-import type { EngineState } from "../state.js";
+import { ownedWorkIn, type EngineServices } from "../services.js";
 
-export async function handleClean(state: EngineState, req: RequestOf<"clean">): Promise<CleanResult> {
-  const root = await state.project(req.projectRoot);
-  return cleanWorktrees(state, root, {
+export async function handleClean(services: EngineServices, req: RequestOf<"clean">): Promise<CleanResult> {
+  const root = await services.state.project(req.projectRoot);
+  return cleanWorktrees(services.state, root, {
     ...(req.worktreeId !== undefined ? { worktreeIds: [req.worktreeId] } : {}),
     ...(req.all !== undefined ? { all: req.all } : {}),
     ...(req.force !== undefined ? { force: req.force } : {}),
     ...(req.callerAgentId !== undefined ? { callerAgentId: req.callerAgentId } : {}),
+    owners: () => ownedWorkIn(services, root),
   });
 }

@@ -4,7 +4,8 @@ import type { KillResult, RequestOf } from "@pu/ipc/protocol";
 import type { LiveAgent } from "../agents/live-agent.js";
 import { dropSession } from "../agents/registry.js";
 import { stopAgents, throwIfUnrecorded } from "../agents/stop.js";
-import type { EngineState } from "../state.js";
+import { ownedNote } from "../orchestration/owners.js";
+import { ownedWorkIn, type EngineServices } from "../services.js";
 
 /** The agents a kill target names: an agent id, a worktree id, "worktrees" or "all". */
 function agentsForTarget(m: Manifest, target: string): { direct: boolean; agents: AgentLocation[] } {
@@ -18,13 +19,19 @@ function agentsForTarget(m: Manifest, target: string): { direct: boolean; agents
   throw new PuError("AGENT_NOT_FOUND", `no agent or worktree ${target} in ${m.projectRoot}`);
 }
 
-export async function handleKill(state: EngineState, req: RequestOf<"kill">): Promise<KillResult> {
+export async function handleKill(services: EngineServices, req: RequestOf<"kill">): Promise<KillResult> {
+  const { state } = services;
   const root = await state.project(req.projectRoot);
   const m = await state.store.read(root);
   const { direct, agents } = agentsForTarget(m, req.target);
   if (direct && req.callerAgentId === req.target) {
     throw new PuError("INVALID_ARGUMENT", `refusing to kill the calling agent ${req.target}`);
   }
+  // Work a running ticket, group or plan owns: refused when named, skipped by a sweep; --force or the owner's cancel lets go.
+  const owners = req.force ? undefined : ownedWorkIn(services, root);
+  const namedWorktree = Object.hasOwn(m.worktrees, req.target) ? m.worktrees[req.target] : undefined;
+  const namedOwner = direct ? owners?.agent(req.target) : namedWorktree ? owners?.worktree(namedWorktree) : undefined;
+  if (namedOwner) throw new PuError("INVALID_STATE", `refusing to kill ${req.target}: it is ${ownedNote(namedOwner)}`);
   const excluded = new Set(req.exclude ?? []);
   if (req.callerAgentId) excluded.add(req.callerAgentId);
 
@@ -36,6 +43,7 @@ export async function handleKill(state: EngineState, req: RequestOf<"kill">): Pr
       continue;
     }
     const live = state.sessions.get(agent.id);
+    const owner = live && live.session.exitCode === null ? owners?.agent(agent.id) : undefined;
     if (!live) {
       skipped.push({ agentId: agent.id, reason: agent.suspended ? "suspended (not running)" : "not running" });
     } else if (live.session.exitCode !== null) {
@@ -43,6 +51,8 @@ export async function handleKill(state: EngineState, req: RequestOf<"kill">): Pr
       // Killed again: the output of a process that is long gone is let go, once its exit is
       // in the manifest (until then the session is what knows it exited, and retries the write).
       if (live.exitRecordError === undefined) dropSession(state, agent.id);
+    } else if (owner) {
+      skipped.push({ agentId: agent.id, reason: ownedNote(owner), owner: { kind: owner.kind, id: owner.id } });
     } else {
       toStop.push(live);
     }
@@ -51,6 +61,6 @@ export async function handleKill(state: EngineState, req: RequestOf<"kill">): Pr
   state.log.event("kill", { projectRoot: root, target: req.target, killed: stopped });
   throwIfUnrecorded(toStop);
   if (req.target !== "worktrees") return { killed: stopped, skipped };
-  const rootAgentsLeft = listAgents(m).filter((a) => !a.worktree && state.isRunning(a.agent.id)).length;
+  const rootAgentsLeft = listAgents(m).filter((a) => !a.worktree && state.isRunning(a.agent.id) && !owners?.agent(a.agent.id)).length;
   return { killed: stopped, skipped, rootAgentsLeft };
 }

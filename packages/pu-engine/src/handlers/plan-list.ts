@@ -3,5 +3,5 @@ import type { EngineServices } from "../services.js";
 
 export async function handlePlanList(services: EngineServices, req: RequestOf<"plan_list">): Promise<ResultOf<"plan_list">> {
   const root = await services.state.project(req.projectRoot);
-  return { plans: await services.plans.list(root) };
+  return services.plans.list(root);
 }

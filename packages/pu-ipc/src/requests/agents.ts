@@ -3,6 +3,7 @@
 import { z } from "zod";
 import type { AgentEntry, AgentStatus, WorktreeEntry } from "@pu/core/manifest";
 import type { WaitingReason } from "@pu/core/status";
+import type { WorkOwnerView } from "./worktrees.js";
 import { Bytes, ProjectRoot, AgentId, Name, Vars, Text, TerminalSide, req } from "../fields.js";
 
 export const SpawnRequest = req("spawn", {
@@ -37,6 +38,8 @@ export const KillRequest = req("kill", {
   target: z.string().min(1).max(64),
   exclude: z.array(AgentId).max(10_000).optional(),
   callerAgentId: AgentId.optional(),
+  /** Also agents a running ticket, group or plan owns (otherwise skipped, or refused when named). */
+  force: z.boolean().optional(),
 });
 // target: an agent id or "all".
 export const SuspendRequest = req("suspend", {
@@ -109,7 +112,8 @@ export interface SpawnResult {
 }
 export interface KillResult {
   killed: { agentId: string; exitCode: number | null }[];
-  skipped: { agentId: string; reason: string }[];
+  /** Agents left alone: not running, excluded, or owned by a running ticket, group or plan (`owner`). */
+  skipped: { agentId: string; reason: string; owner?: WorkOwnerView }[];
   /** With target "worktrees": root agents still running, which only "all" (`--include-root`) stops. */
   rootAgentsLeft?: number;
 }

@@ -20,6 +20,14 @@ export const PlanApproveRequest = req("plan_approve", { projectRoot: ProjectRoot
 export const PlanRunRequest = req("plan_run", { projectRoot: ProjectRoot, sessionId: SessionId });
 export const PlanCancelRequest = req("plan_cancel", { projectRoot: ProjectRoot, sessionId: SessionId });
 export const PlanEvidenceRequest = req("plan_evidence", { projectRoot: ProjectRoot, sessionId: SessionId });
+/** A COMPLETE session's integration branch into the branch it started from (or `into`), as `pu merge` merges a worktree. */
+export const PlanMergeRequest = req("plan_merge", {
+  projectRoot: ProjectRoot,
+  sessionId: SessionId,
+  strategy: z.enum(["merge", "squash", "ff-only"]).default("merge"),
+  message: z.string().max(65536).optional(),
+  into: z.string().min(1).max(255).refine((branch) => !branch.startsWith("-"), "a branch name cannot start with '-'").optional(),
+});
 /** From a plan worker (its PU_AGENT_ID): run CMD in its worktree and record it as evidence. */
 export const PlanCheckRequest = req("plan_check", { agentId: AgentId, command: z.string().min(1).max(65536) });
 
@@ -45,6 +53,17 @@ export interface PlanView {
   /** The integration branch (`pu/plan-<id>`). */
   branch: string;
   tasks: PlanTaskView[];
+  /** Why the session FAILED, from its evidence log; null unless FAILED. */
+  failure: string | null;
+  /** What is wrong with the task graph on disk now (a cycle, a blockedBy naming no task). */
+  problems: string[];
+}
+
+/** A session `pu plan list` could not read, with the file and what is wrong with it. */
+export interface UnreadablePlanView {
+  sessionId: string;
+  file: string;
+  reason: string;
 }
 
 export interface PlanEvidenceEntry {
@@ -60,13 +79,25 @@ export interface PlanEvidenceEntry {
   output_tail?: string | null;
 }
 
+export interface PlanMergeResult {
+  sessionId: string;
+  /** The integration branch merged (`pu/plan-<id>`). */
+  branch: string;
+  baseBranch: string;
+  strategy: "merge" | "squash" | "ff-only";
+  commit?: string;
+  /** The base already held the plan's work: nothing was merged. */
+  nothingToMerge?: boolean;
+}
+
 export interface PlansResults {
   plan_start: PlanView;
-  plan_list: { plans: PlanView[] };
+  plan_list: { plans: PlanView[]; unreadable: UnreadablePlanView[] };
   plan_status: PlanView;
   plan_approve: PlanView;
   plan_run: PlanView;
   plan_cancel: PlanView;
   plan_evidence: { sessionId: string; evidenceLog: PlanEvidenceEntry[]; tasks: { id: string; evidence: string[] }[] };
+  plan_merge: PlanMergeResult;
   plan_check: { sessionId: string; taskId: string; exitCode: number; output: string; durationMs: number };
 }

@@ -67,8 +67,13 @@ export interface CleanResult {
     /** What `force` threw away. */
     discarded?: WorkAtRiskView;
   }[];
-  /** Worktrees `all` left in place because removing them would lose work. */
-  kept: ({ worktreeId: string; name: string; reason: string } & WorkAtRiskView)[];
+  /** Worktrees `all` left in place because removing them would lose work, or because a running ticket, group or plan owns them. */
+  kept: ({ worktreeId: string; name: string; reason: string; owner?: WorkOwnerView } & WorkAtRiskView)[];
+}
+/** What owns a worktree or agent that `pu clean` / `pu kill` left alone; its cancel lets go of it. */
+export interface WorkOwnerView {
+  kind: "ticket" | "group" | "plan";
+  id: string;
 }
 export interface WorkAtRiskView {
   uncommittedFiles: string[];

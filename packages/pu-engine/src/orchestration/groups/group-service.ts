@@ -23,13 +23,15 @@ import {
 } from "@pu/core/group";
 import { agentTypeTrustItem } from "@pu/core/trust";
 import type { GroupMemberView, GroupView, GroupsResults } from "@pu/ipc/protocol";
-import { agentTypeOrThrow } from "../../agents/launcher.js";
+import { agentTypeOrThrow, requireAgentProgram } from "../../agents/launcher.js";
 import { cleanWorktrees } from "../../git/clean-worktrees.js";
 import { diffWorktree } from "../../git/diff.js";
 import { mergeRecordedWorktree } from "../../git/merge-recorded.js";
+import { requireBaseRef } from "../../git/worktree.js";
 import { currentBranch } from "../../git/runner.js";
 import { nowIso, type EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
+import type { WorkOwner } from "../owners.js";
 import type { OperatorStateStore } from "../queue/state-store.js";
 import { GroupDriver } from "./group-driver.js";
 import { groupDir } from "./group-files.js";
@@ -113,6 +115,9 @@ export class GroupService {
     for (const type of types) {
       await this.state.trust.require(root, [agentTypeTrustItem(root, type, agentTypeOrThrow(config, type))]);
     }
+    // Refused now, not by every member failing later: a program that is not installed, a base that does not exist.
+    for (const type of types) requireAgentProgram(config, type, root);
+    if (spec.base !== undefined && !spec.sharedWorktree) await requireBaseRef(root, spec.base);
     if (spec.aggregate === "gate" && !spec.gate) throw new PuError("INVALID_ARGUMENT", "aggregate gate needs a gate (--gate CMD) to run in every member's worktree");
     if (spec.quorum !== undefined && spec.quorum > pending.length) {
       throw new PuError("INVALID_ARGUMENT", `the quorum ${spec.quorum} is more than the group's ${pending.length} members`);
@@ -170,6 +175,24 @@ export class GroupService {
     this.store.ensureUsable();
     const { groups, unreadable } = this.records();
     return { groups: groups.filter((g) => g.project === root).map((g) => groupView(g)), unreadable };
+  }
+
+  /** The worktrees and agents of the project's groups not finished (members and judge), for `pu clean` and `pu kill`. */
+  ownedWork(root: string): WorkOwner[] {
+    if (this.store.error) return [];
+    return this.records()
+      .groups.filter((g) => g.project === root && !isGroupFinished(g))
+      .map((g) => {
+        const judge = (g as Record<string, unknown>).judge as { agent_id?: string | null; worktree_id?: string | null } | undefined;
+        const members = Object.values(g.members);
+        const ids = (values: unknown[]) => [...new Set(values.filter((v): v is string => typeof v === "string" && v !== ""))];
+        return {
+          kind: "group",
+          id: g.group_id,
+          agentIds: ids([...g.agent_ids, ...members.map((m) => m.agent_id), judge?.agent_id]),
+          worktreeIds: ids([...members.map((m) => m.worktree_id), judge?.worktree_id, g.settings.shared_worktree]),
+        };
+      });
   }
 
   /** The group a workflow step started (not finished), so a restarted ticket waits for it instead of starting another. */

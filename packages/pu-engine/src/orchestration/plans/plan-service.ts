@@ -11,6 +11,7 @@
 import { promises as fs } from "node:fs";
 import { PuError } from "@pu/core/errors";
 import { planCommandsTrustItem } from "@pu/core/trust";
+import { PLAN_ROLES } from "@pu/core/plan-roles";
 import { loadConfig, type PlanConfig } from "@pu/core/config";
 import {
   FINAL_PHASES,
@@ -26,16 +27,18 @@ import {
   type Task,
 } from "@pu/core/plan-files";
 import { OVERVIEW_EXPLORER_ID, VERIFY_TASK_ID, explorationRelativePath, newPlanSessionId, planBranch, type PlanLayout } from "@pu/core/plan-layout";
-import { applyVerdict, executionState, formatProposalErrors, pickTasksToStart, validateTaskProposals, withVerifyTask } from "@pu/core/task-graph";
-import type { LaunchedAgent } from "../../agents/launcher.js";
+import { applyVerdict, executionState, formatProposalErrors, pickTasksToStart, stuckReason, taskGraphErrors, validateTaskProposals, withVerifyTask } from "@pu/core/task-graph";
+import { requireAgentProgram, type LaunchedAgent } from "../../agents/launcher.js";
 import { markFinished } from "../../agents/stop.js";
 import type { TurnResult } from "../../agents/turn.js";
-import { git, gitOrFail } from "../../git/runner.js";
+import { currentBranch, git, gitOrFail } from "../../git/runner.js";
 import { commitAllChanges } from "../../git/commit.js";
 import { mergeWorktree, MergeConflictError } from "../../git/merge.js";
 import { runGate } from "../../workflows/gates.js";
 import type { EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
+import type { WorkOwner } from "../owners.js";
+import { PLAN_BASE_BRANCH_FIELD } from "./plan-merge.js";
 import { createPlan, layoutOf, listPlanIds, readPlan, updatePlan, type PlanFiles } from "./plan-store.js";
 import { nextTurn, roleAgentName, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded } from "./role-agent.js";
 import { worktreesDir } from "@pu/core/paths";
@@ -131,6 +134,18 @@ class PlanDriver {
     return undefined;
   }
 
+  /** The agents (and workers' worktrees) this driver runs now; a role agent's worktree is found from the agent. */
+  ownedWork(): WorkOwner {
+    const workers = [...this.workers.values()];
+    return {
+      kind: "plan",
+      id: this.layout.sessionId,
+      // Role agents stay listed after they were stopped (finish stops them, the set is not cleared): only running ones count.
+      agentIds: [...[...this.roleAgents].filter((id) => this.state.isRunning(id)), ...workers.map((w) => w.launched.agentId)],
+      worktreeIds: workers.map((w) => w.launched.worktreeId).filter((id): id is string => id !== undefined),
+    };
+  }
+
   async stop(): Promise<void> {
     this.stopped = true;
     this.wake?.();
@@ -192,7 +207,7 @@ class PlanDriver {
         if (outcome === "stuck") return;
         const fresh = await readPlan(this.layout);
         if (fresh.session.options.skip_verify) {
-          await this.finish("COMPLETE", "every task resolved (verification skipped)");
+          await this.finish("COMPLETE", `every task resolved (verification skipped); ${planBranch(this.layout.sessionId)} is ready for \`pu plan merge ${this.layout.sessionId}\``);
           return;
         }
         await this.setPhase("VERIFICATION");
@@ -359,6 +374,12 @@ class PlanDriver {
   private async execute(): Promise<"done" | "stuck"> {
     const inFlight = new Map<string, Promise<void>>();
     const slots = this.service.slots;
+    // tasks/ edited by hand since planning (a cycle, a blockedBy naming no task): no worker could ever finish the graph.
+    const graph = taskGraphErrors((await readPlan(this.layout)).tasks);
+    if (graph.length > 0) {
+      await this.finish("FAILED", `the task graph cannot run: ${graph.join("; ")}`);
+      return "stuck";
+    }
     // Tasks a dead daemon left in progress: a new worker in the task's worktree, re-prompted.
     for (const task of (await readPlan(this.layout)).tasks) {
       if (task.status === "in_progress" && task.id !== VERIFY_TASK_ID && !this.workers.has(task.id)) {
@@ -372,8 +393,7 @@ class PlanDriver {
       const status = executionState(tasks);
       if (status.kind === "done" && inFlight.size === 0) return "done";
       if (status.kind === "stuck" && inFlight.size === 0) {
-        const why = status.unreachable.map((u) => `${u.id} waits on failed ${u.failedBlockers.join(", ")}`);
-        await this.finish("FAILED", `tasks failed: ${status.failed.join(", ")}${why.length ? `; ${why.join("; ")}` : ""}`);
+        await this.finish("FAILED", stuckReason(tasks));
         return "stuck";
       }
       const free = slots.paused() ? 0 : await slots.free(this.root);
@@ -542,6 +562,8 @@ class PlanDriver {
     const { problems, launched } = await this.roleTurns(
       async () => {
         const role = await startRoleAgent(this.state, this.root, this.layout, { role: "verifier", iteration }, prompt, { kind: "new", name: roleAgentName(session.session_id, { role: "verifier", iteration }), base: branch });
+        // The session's from now on (pu clean/kill leave it alone), not only once the commands below ran.
+        this.roleAgents.add(role.launched.agentId);
         // The verify commands run on the integration branch (the verifier's checkout) while it starts.
         for (const command of config.verify) {
           const outcome = await runGate({ command, cwd: role.launched.cwd, timeoutSeconds: config.checkTimeoutSeconds });
@@ -588,7 +610,7 @@ class PlanDriver {
         files.session.phase = "EXECUTION";
       }
     });
-    if (outcome.kind === "complete") await this.finish("COMPLETE", `verified in iteration ${iteration}; ${branch} is ready for \`pu merge\``);
+    if (outcome.kind === "complete") await this.finish("COMPLETE", `verified in iteration ${iteration}; ${branch} is ready for \`pu plan merge ${session.session_id}\``);
     else if (outcome.kind === "failed") {
       await this.finish("FAILED", `verification failed at the iteration limit: ${outcome.reasons.join("; ")}`);
       throw new Stopped();
@@ -607,6 +629,17 @@ export interface PlanSummary {
   options: SessionOptions;
   dir: string;
   branch: string;
+  /** Why the session FAILED (the evidence log's last word on it); null otherwise. */
+  failure: string | null;
+  /** What is wrong with the task graph on disk now (a cycle, a blockedBy naming no task). */
+  problems: string[];
+}
+
+/** A session `pu plan list` could not read: named with its file and why, never left out. */
+export interface UnreadablePlan {
+  sessionId: string;
+  file: string;
+  reason: string;
 }
 
 export class PlanService {
@@ -627,9 +660,19 @@ export class PlanService {
     return driver;
   }
 
+  /** The work of the project's running sessions, for `pu clean` and `pu kill`. */
+  ownedWork(root: string): WorkOwner[] {
+    return [...this.drivers.values()]
+      .filter((d) => d.root === root && !d.stopped)
+      .map((d) => d.ownedWork())
+      .filter((owner) => owner.agentIds.length > 0 || owner.worktreeIds.length > 0);
+  }
+
   async start(root: string, options: PlanStartOptions): Promise<PlanSummary> {
     const config = await loadConfig(root);
     await this.state.trust.require(root, [planCommandsTrustItem(root, config.plan)]);
+    // Every role's program, before the session exists: not an EXPLORATION that fails a moment later.
+    for (const type of new Set(PLAN_ROLES.map((role) => config.plan.agents[role] ?? config.defaultAgent))) requireAgentProgram(config, type, root);
     const sessionId = newPlanSessionId();
     const layout = layoutOf(root, sessionId);
     const session = newSession({
@@ -646,7 +689,15 @@ export class PlanService {
     // The integration branch starts at the project's HEAD now.
     const head = (await git(root, ["rev-parse", "HEAD"])).trim();
     await gitOrFail(root, ["branch", planBranch(sessionId), head], `create the plan's integration branch ${planBranch(sessionId)}`);
-    session.evidence_log.push(logEntry("session_started", { status: "EXPLORATION", summary: `goal: ${options.goal.slice(0, 200)}; integration branch ${planBranch(sessionId)} at ${head.slice(0, 12)}` }));
+    // The branch the project was on: where `pu plan merge` brings the plan's work when it is done.
+    const baseBranch = await currentBranch(root);
+    session.evidence_log.push(
+      logEntry("session_started", {
+        status: "EXPLORATION",
+        summary: `goal: ${options.goal.slice(0, 200)}; integration branch ${planBranch(sessionId)} at ${head.slice(0, 12)}${baseBranch ? ` (from ${baseBranch})` : ""}`,
+        ...(baseBranch ? { [PLAN_BASE_BRANCH_FIELD]: baseBranch } : {}),
+      }),
+    );
     await createPlan(root, layout, { session, context: newContext(), tasks: [] });
     this.driver(root, sessionId).kick();
     return this.summary(root, sessionId);
@@ -666,6 +717,8 @@ export class PlanService {
       options: session.options,
       dir: layout.dir,
       branch: planBranch(sessionId),
+      failure: session.phase === "FAILED" ? (session.evidence_log.findLast((e) => e.type === "phase" && e.status === "FAILED")?.summary ?? null) : null,
+      problems: taskGraphErrors(tasks),
       tasks: tasks.map((t) => {
         const worker = driver?.workerFor(t.id);
         return { id: t.id, subject: t.subject, status: t.status, blockedBy: t.blockedBy, ...(worker ? { worker: worker.launched.agentId } : {}) };
@@ -673,16 +726,22 @@ export class PlanService {
     };
   }
 
-  async list(root: string): Promise<PlanSummary[]> {
-    const out: PlanSummary[] = [];
+  async list(root: string): Promise<{ plans: PlanSummary[]; unreadable: UnreadablePlan[] }> {
+    const plans: PlanSummary[] = [];
+    const unreadable: UnreadablePlan[] = [];
     for (const id of await listPlanIds(root)) {
       try {
-        out.push(await this.summary(root, id));
+        plans.push(await this.summary(root, id));
       } catch (error) {
         this.state.log.event("plan_unreadable", { projectRoot: root, sessionId: id, error });
+        const layout = layoutOf(root, id);
+        const message = (error as Error).message;
+        // The error names the file that failed (`FILE: what is wrong`); session.json is the one read first.
+        const file = [layout.session, layout.context].find((f) => message.includes(f)) ?? message.match(/\/\S+\.json/)?.[0] ?? layout.session;
+        unreadable.push({ sessionId: id, file, reason: message.startsWith(`${file}: `) ? message.slice(file.length + 2) : message });
       }
     }
-    return out;
+    return { plans, unreadable };
   }
 
   async approve(root: string, sessionId: string): Promise<PlanSummary> {
@@ -730,6 +789,12 @@ export class PlanService {
     ].map((a) => a.id);
     await stopRoleAgents(this.state, named);
     await updatePlan(layout, (files) => {
+      // A task whose worker was just stopped is not in progress any more: failed is the seed's word for "could not complete".
+      for (const task of files.tasks) {
+        if (task.status !== "in_progress") continue;
+        task.status = "failed";
+        files.session.evidence_log.push(logEntry("task_failed", { task_id: task.id, status: "failed", summary: "cancelled by pu plan cancel while its worker ran" }));
+      }
       files.session.phase = "CANCELLED";
       files.session.cancelled_at = new Date().toISOString();
       files.session.evidence_log.push(logEntry("phase", { status: "CANCELLED", summary: "cancelled by pu plan cancel; worktrees kept" }));

@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import type { FSWatcher } from "node:fs";
-import { access, mkdir, readFile, writeFile } from "node:fs/promises";
+import { access, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { loadConfig, parseConfig, projectConfigWarnings, type Config } from "@pu/core/config";
@@ -30,6 +30,7 @@ import type { GroupService } from "../groups/group-service.js";
 import { nowIso, type EngineState } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../workflows/gates.js";
 import type { LaunchSlots } from "../launch-slots.js";
+import type { WorkOwner } from "../owners.js";
 import { OperatorStateStore, operatorStatePath } from "./state-store.js";
 import { appendHistory, ensureTicketDirs, findTicket, moveTicket, scanTickets, ticketSummary, watchQueueFolder, writeTicketField } from "./tickets.js";
 import { recordAgentExit } from "./usage.js";
@@ -88,6 +89,13 @@ async function exists(file: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** Where `file` really is when that is outside `dir` (a symlink out of the worktree); undefined when it is inside. */
+async function resolvesOutside(dir: string, file: string): Promise<string | undefined> {
+  const [realDir, realFile] = await Promise.all([realpath(dir), realpath(file)]);
+  const relative = path.relative(realDir, realFile);
+  return relative === ".." || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative) ? realFile : undefined;
 }
 
 export class QueueService {
@@ -833,6 +841,10 @@ export class QueueService {
       if (!(await exists(file))) {
         return `The step "${step.name}" is done only when ${step.artifact} exists, and it does not yet. Please create it.`;
       }
+      const outside = await resolvesOutside(live.cwd, file);
+      if (outside !== undefined) {
+        return `The step "${step.name}" is done only when ${step.artifact} is a file in your worktree; it leads to ${outside}, outside it. Please write the file itself there.`;
+      }
     }
     if (step.gate === undefined) return undefined;
     const outcome = await runGate({
@@ -1181,6 +1193,17 @@ export class QueueService {
     const worktreePath = this.agentStateOf(run)?.worktree_path ?? undefined;
     await this.finish(run, "cancelled", "cancelled", [], "cancelled by request");
     return { stoppedAgents, ...(worktreePath ? { worktreePath } : {}) };
+  }
+
+  /** The worktrees and agents of the project's tickets in flight (state.json's `agents`), for `pu clean` and `pu kill`. */
+  ownedWork(root: string): WorkOwner[] {
+    return this.store.state.agents
+      .filter((a) => a.project === root)
+      .map((a) => {
+        const live = this.runs.get(runKey(root, a.ticket_id))?.live;
+        const agentIds = [...new Set([a.session_name, live?.agentId].filter((id): id is string => typeof id === "string" && id !== ""))];
+        return { kind: "ticket", id: a.ticket_id, agentIds, worktreeIds: a.session_context_ref ? [a.session_context_ref] : [] };
+      });
   }
 
   /** A ticket created from inside an agent: recorded as the output of that agent's ticket. */
