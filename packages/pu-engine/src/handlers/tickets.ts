@@ -1,7 +1,10 @@
 // ticket_create, ticket_list, ticket_show, ticket_cancel: tickets are files; the queue service owns their work.
+import { checkArgvValue } from "@pu/core/argv-value";
 import { PuError } from "@pu/core/errors";
+import { ticketTrustItem } from "@pu/core/trust";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
+import { untrustedTicketProblems } from "../orchestration/queue/ticket-trust.js";
 import { createTicket, findTicket, scanTickets } from "../orchestration/queue/tickets.js";
 
 export async function handleTicketCreate(services: EngineServices, req: RequestOf<"ticket_create">): Promise<ResultOf<"ticket_create">> {
@@ -9,14 +12,21 @@ export async function handleTicketCreate(services: EngineServices, req: RequestO
   if (!/^[A-Z][A-Z0-9]{0,15}$/.test(req.ticketType)) {
     throw new PuError("INVALID_ARGUMENT", `ticket type "${req.ticketType}" must be upper-case letters or digits, starting with a letter (FEAT, FIX, TASK, SPIKE…)`);
   }
-  const ticket = await createTicket(root, {
+  if (req.agent !== undefined) checkArgvValue("agent", req.agent);
+  if (req.model !== undefined) checkArgvValue("model", req.model);
+  const ticket = await createTicket(
+    root,
+    {
     type: req.ticketType,
     title: req.title,
     priority: req.priority ?? "P2",
     description: req.description ?? "",
     ...(req.agent !== undefined ? { agent: req.agent } : {}),
     ...(req.model !== undefined ? { model: req.model } : {}),
-  });
+    },
+    // Written through pu for its person (or by an agent of theirs): trusted as written; a later hand edit asks again.
+    (written, file) => services.state.trust.trust(root, [ticketTrustItem(root, written, file)]),
+  );
   await services.queue.watchProject(root);
   const outputOf = req.callerAgentId !== undefined ? await services.queue.recordOutputTicket(req.callerAgentId, ticket.id) : undefined;
   services.queue.kick("ticket created");
@@ -25,7 +35,9 @@ export async function handleTicketCreate(services: EngineServices, req: RequestO
 
 export async function handleTicketList(services: EngineServices, req: RequestOf<"ticket_list">): Promise<ResultOf<"ticket_list">> {
   const root = await services.state.project(req.projectRoot);
-  return scanTickets(root, req.state !== undefined ? [req.state] : undefined);
+  const scan = await scanTickets(root, req.state !== undefined ? [req.state] : undefined);
+  const waiting = scan.tickets.filter((t) => t.state === "queue");
+  return { tickets: scan.tickets, problems: [...scan.problems, ...(await untrustedTicketProblems(services.state, root, waiting))] };
 }
 
 export async function handleTicketShow(services: EngineServices, req: RequestOf<"ticket_show">): Promise<ResultOf<"ticket_show">> {

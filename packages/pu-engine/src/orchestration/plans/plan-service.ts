@@ -10,7 +10,7 @@
  */
 import { promises as fs } from "node:fs";
 import { PuError } from "@pu/core/errors";
-import { planCommandsTrustItem } from "@pu/core/trust";
+import { planSettingsTrustItem } from "@pu/core/trust";
 import { loadConfig, type PlanConfig } from "@pu/core/config";
 import {
   FINAL_PHASES,
@@ -36,7 +36,7 @@ import { runGate } from "../../workflows/gates.js";
 import type { EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
 import { createPlan, layoutOf, listPlanIds, readPlan, updatePlan, type PlanFiles } from "./plan-store.js";
-import { nextTurn, roleAgentName, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded } from "./role-agent.js";
+import { nextTurn, planTemplateTrustItems, roleAgentName, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded } from "./role-agent.js";
 import { worktreesDir } from "@pu/core/paths";
 
 export interface PlanStartOptions {
@@ -627,7 +627,8 @@ export class PlanService {
 
   async start(root: string, options: PlanStartOptions): Promise<PlanSummary> {
     const config = await loadConfig(root);
-    await this.state.trust.require(root, [planCommandsTrustItem(root, config.plan)]);
+    // The plan's checks, its role agents and the role templates it types all come from the project.
+    await this.state.trust.require(root, [planSettingsTrustItem(root, config.plan), ...(await planTemplateTrustItems(this.state, root))]);
     const sessionId = newPlanSessionId();
     const layout = layoutOf(root, sessionId);
     const session = newSession({

@@ -110,14 +110,19 @@ export interface NewTicket {
   model?: string;
 }
 
-export function createTicket(root: string, fields: NewTicket): Promise<TicketView> {
+/**
+ * Writes a new ticket into `queue/`. `beforeWrite` gets the ticket as pu will read it back,
+ * before the file exists (the dispatcher may see the file the moment it is written).
+ */
+export function createTicket(root: string, fields: NewTicket, beforeWrite?: (ticket: Ticket, file: string) => Promise<void>): Promise<TicketView> {
   const run = (creating.get(root) ?? Promise.resolve()).catch(() => undefined).then(async () => {
     await ensureTicketDirs(root);
     const id = nextTicketId(fields.type, await usedIds(root));
     const ticket: Ticket = { id, ...fields, created_at: new Date().toISOString() };
     const file = ticketPath(root, "queue", id);
     // Parsed back before it is written: a ticket pu writes must be one pu reads.
-    parseTicket(serializeTicket(ticket), file);
+    const readBack = parseTicket(serializeTicket(ticket), file);
+    await beforeWrite?.(readBack, file);
     await writeFile(file, serializeTicket(ticket), { flag: "wx" });
     return { ...ticket, state: "queue" as const, path: file };
   });
