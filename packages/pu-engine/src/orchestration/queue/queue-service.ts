@@ -13,7 +13,7 @@ import path from "node:path";
 import { modelArgs } from "@pu/core/argv-value";
 import { loadConfig, parseConfig, type Config } from "@pu/core/config";
 import { DEFAULT_COLLECTION } from "@pu/core/default-workflows";
-import { PuError } from "@pu/core/errors";
+import { isPuError, PuError } from "@pu/core/errors";
 import { aggregatedText, isGroupFinished } from "@pu/core/group";
 import { findAgent } from "@pu/core/manifest";
 import type { AgentState, CompletedTicket } from "@pu/core/operator-state";
@@ -99,6 +99,8 @@ export class QueueService {
   private readonly watchers = new Map<string, FSWatcher>();
   /** Tickets that failed to start, left in `queue/` and not retried until `pu queue resume` or a daemon restart. */
   private readonly held = new Map<string, string>();
+  /** In-progress tickets that cannot go on until `pu trust` (their workflow changed by hand), continued on project_trusted. */
+  private readonly awaitingTrust = new Map<string, () => void>();
   /** Agents the queue stopped after their work succeeded: their exit counts as a success. */
   private readonly finishedAgents = new Set<string>();
   /** Unreadable ticket files already logged (file → message), so each is reported once. */
@@ -141,6 +143,11 @@ export class QueueService {
       // `pu trust` is also "try again" for tickets held by an untrusted workflow or agent type.
       this.state.events.on("project_trusted", ({ projectRoot }) => {
         for (const key of [...this.held.keys()]) if (key.startsWith(`${projectRoot}\0`)) this.held.delete(key);
+        for (const [key, resume] of [...this.awaitingTrust]) {
+          if (!key.startsWith(`${projectRoot}\0`)) continue;
+          this.awaitingTrust.delete(key);
+          resume();
+        }
         this.kick("project trusted");
       }),
     );
@@ -1003,6 +1010,7 @@ export class QueueService {
       live = await this.reattach(run, agentState);
       run.live = live;
     } catch (err) {
+      if (isPuError(err) && err.code === "UNTRUSTED") return this.waitForTrust(agentState, run, err.message);
       return this.fail(run, `could not continue after a restart: ${(err as Error).message}`);
     }
     const index = Math.max(0, run.workflow.steps.findIndex((s) => s.name === agentState.current_step));
@@ -1011,6 +1019,16 @@ export class QueueService {
     this.state.log.event("ticket_continued", { projectRoot: root, ticketId: ticket.id, step: agentState.current_step, agentId: live.agentId });
     await appendHistory(root, ticket.id, { event: "continued after a daemon restart", ...(agentState.current_step ? { step: agentState.current_step } : {}) }).catch(() => undefined);
     void this.drive(run, index, { awaitingDecision });
+  }
+
+  /** The ticket's workflow changed by hand while the daemon was down: it waits (in progress) for `pu trust`, then goes on. */
+  private async waitForTrust(agentState: AgentState, run: TicketRun, reason: string): Promise<void> {
+    await this.store.update(() => {
+      agentState.status = "awaiting_input";
+      agentState.last_message = reason;
+    });
+    this.awaitingTrust.set(runKey(run.root, run.ticketId), () => void this.continueTicket(agentState, run));
+    this.state.log.event("ticket_awaiting_trust", { projectRoot: run.root, ticketId: run.ticketId, reason });
   }
 
   /**
