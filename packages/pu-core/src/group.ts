@@ -4,6 +4,7 @@
 // snake_case. This module holds the pure rules: which members a group has and under which
 // variant keys, when its join fires, who wins, and what a judge's verdict must look like.
 import { z } from "zod";
+import { FLAG_LIKE_MESSAGE, isFlagLike } from "./argv-value.js";
 import { PuError } from "./errors.js";
 import { MultiAgentGroupSchema, type MultiAgentGroup, type PendingSubAgent } from "./operator-state.js";
 
@@ -31,6 +32,7 @@ export function parseDelegator(name: string): Delegator {
   const model = colon < 0 ? undefined : name.slice(colon + 1);
   if (!AGENT_TYPE_NAME.test(agentType)) throw new PuError("INVALID_ARGUMENT", `"${name}" does not name an agent type (expected TYPE or TYPE:MODEL)`);
   if (model !== undefined && (model === "" || /\s/.test(model))) throw new PuError("INVALID_ARGUMENT", `"${name}": the model after ":" must be one word`);
+  if (model !== undefined && isFlagLike(model)) throw new PuError("INVALID_ARGUMENT", `"${name}": the model after ":" ${FLAG_LIKE_MESSAGE}`);
   return model === undefined ? { agentType } : { agentType, model };
 }
 

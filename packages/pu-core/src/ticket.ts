@@ -4,6 +4,7 @@
 import { join } from "node:path";
 import { parse as parseYaml, stringify as stringifyYaml } from "yaml";
 import { z } from "zod";
+import { FLAG_LIKE_MESSAGE, isFlagLike } from "./argv-value.js";
 import { PuError } from "./errors.js";
 import { escapeControlCharacters } from "./names.js";
 import { puDir } from "./paths.js";
@@ -58,8 +59,9 @@ export const TicketFrontmatterSchema = z.looseObject({
   title: TicketTitle,
   priority: z.enum(PRIORITIES).default("P2"),
   created_at: z.iso.datetime({ offset: true }),
-  agent: z.string().min(1).optional(),
-  model: z.string().min(1).optional(),
+  agent: z.string().min(1).refine((v) => !isFlagLike(v), FLAG_LIKE_MESSAGE).optional(),
+  /** Passed as `--model VALUE`: never a value the agent CLI would read as a flag. */
+  model: z.string().min(1).refine((v) => !isFlagLike(v), FLAG_LIKE_MESSAGE).optional(),
   /** Ticket variables for the workflow's prompt templates (`{{NAME}}`). */
   vars: z.record(z.string(), z.string()).optional(),
 });

@@ -3,6 +3,7 @@
 // gate (as trigger gates do), wait for a review, or fan out to a multi-agent group.
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { FLAG_LIKE_MESSAGE, isFlagLike } from "./argv-value.js";
 import { TriggerGateSchema } from "./definitions.js";
 import { AGGREGATE_MODES, JOIN_MODES, planGroupMembers } from "./group.js";
 import { PuError } from "./errors.js";
@@ -16,12 +17,15 @@ function isInsideRelativePath(value: string): boolean {
   return !value.split(/[\\/]+/).includes("..");
 }
 
+/** An agent type or model name: never a value an agent CLI would read as a flag. */
+const ArgvName = z.string().min(1).refine((v) => !isFlagLike(v), FLAG_LIKE_MESSAGE);
+
 export const WorkflowStepSchema = z.object({
   name: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, "must be a short lower-case name (plan, implement, test…)"),
   /** A template: {{TICKET_ID}}, {{TITLE}}, {{DESCRIPTION}}, {{STEP}}, {{OUTPUT_FILE}} and the ticket's vars. */
   prompt: z.string().min(1),
-  agent: z.string().min(1).optional(),
-  model: z.string().min(1).optional(),
+  agent: ArgvName.optional(),
+  model: ArgvName.optional(),
   /** A path (relative to the worktree, and inside it) that must exist when the step is done. */
   artifact: z
     .string()
@@ -37,14 +41,14 @@ export const WorkflowStepSchema = z.object({
   /** A group step whose members may share the ticket's worktree. */
   read_only: z.boolean().optional(),
   /** A group step's delegators (`claude`, `codex:gpt-5`); default: the step's agent. */
-  agents: z.array(z.string().min(1)).min(1).optional(),
+  agents: z.array(ArgvName).min(1).optional(),
   /** A multi_prompt or matrixed step's prompt variants (templates, after the shared `prompt`). */
   prompts: z.array(z.string().min(1)).min(1).optional(),
   aggregate: z.enum(AGGREGATE_MODES).optional(),
   join: z.enum(JOIN_MODES).optional(),
   quorum: z.number().int().min(1).optional(),
   /** The judge's agent type (aggregate: judge); default: the project's default agent. */
-  judge: z.string().min(1).optional(),
+  judge: ArgvName.optional(),
 });
 export type WorkflowStep = z.infer<typeof WorkflowStepSchema>;
 

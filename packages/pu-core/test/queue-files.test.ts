@@ -1,5 +1,5 @@
 // The work queue's pure parts: the shipped workflow collection, the `queue` config section,
-// and workflow gates as trust items.
+// and project workflows as trust items.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -52,8 +52,8 @@ describe("queue settings in config.yaml", () => {
   });
 });
 
-describe("workflow gates need trust", () => {
-  it("lists each project workflow with a gate (top level and in a collection) with what it runs", async () => {
+describe("project workflows need trust", () => {
+  it("lists each valid project workflow (top level and in a collection) with what it runs and types", async () => {
     const root = mkdtempSync(path.join(os.tmpdir(), "pu-queue-trust-"));
     dirs.push(root);
     const workflows = path.join(root, ".pu", "workflows");
@@ -64,8 +64,9 @@ describe("workflow gates need trust", () => {
     writeFileSync(path.join(workflows, "BAD.yaml"), `steps: nope\n`);
     const items = await projectTrustItems({ projectRoot: root, home: path.join(root, "home") });
     expect(items.map((i) => [i.key, i.runs])).toEqual([
-      ["workflows/FEAT.yaml", 'workflow workflows/FEAT.yaml runs gate "pnpm test"'],
-      ["workflows/strict/FIX.yaml", 'workflow workflows/strict/FIX.yaml runs gate "make check"'],
+      ["workflows/FEAT.yaml", 'workflow workflows/FEAT.yaml runs gate "pnpm test"; types build: "go"'],
+      ["workflows/TASK.yaml", 'workflow workflows/TASK.yaml types do: "no gate here"'],
+      ["workflows/strict/FIX.yaml", 'workflow workflows/strict/FIX.yaml runs gate "make check"; types fix: "go"'],
     ]);
   });
 });

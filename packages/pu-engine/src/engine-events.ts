@@ -60,6 +60,8 @@ export interface EngineEventMap {
   trigger_assigned: { projectRoot: string; agentId: string };
   /** `pu init` made a new project known. */
   project_added: { projectRoot: string };
+  /** `pu trust` recorded a project's items as trusted (held tickets may start now). */
+  project_trusted: { projectRoot: string; keys: string[] };
   /** Something happened to a work-queue ticket (state.json is written by then). */
   ticket_changed: TicketChange;
   /** The queue was paused or resumed. */

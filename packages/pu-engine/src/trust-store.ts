@@ -6,6 +6,7 @@ import { Mutex } from "async-mutex";
 import writeFileAtomic from "write-file-atomic";
 import {
   emptyTrustFile,
+  forgetItems,
   parseTrustFile,
   trustItems,
   untrustedError,
@@ -49,9 +50,21 @@ export class TrustStore {
   trust(projectRoot: string, items: readonly (TrustItem | undefined)[]): Promise<void> {
     const given = items.filter((i): i is TrustItem => i !== undefined);
     if (given.length === 0) return Promise.resolve();
+    return this.change((record) => trustItems(record, projectRoot, given));
+  }
+
+  /** Drops the record of items that are gone (a finished ticket), so the file does not grow without end. */
+  forget(projectRoot: string, keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return Promise.resolve();
+    return this.change((record) => forgetItems(record, projectRoot, keys));
+  }
+
+  private change(edit: (record: TrustFile) => void): Promise<void> {
     return this.writes.runExclusive(async () => {
       const record = await this.read();
-      trustItems(record, projectRoot, given);
+      const before = JSON.stringify(record);
+      edit(record);
+      if (JSON.stringify(record) === before) return;
       await writeFileAtomic(this.file, `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
     });
   }

@@ -257,14 +257,22 @@ describe("work queue", () => {
     expect(notices).toHaveLength(2);
   }, 60_000);
 
-  it("picks up a hand-written ticket dropped into queue/, and reports a bad one where it lies", async () => {
-    const { client, root } = await setup();
+  it("holds a hand-written ticket dropped into queue/ until pu trust, then picks it up; reports a bad one where it lies", async () => {
+    const { daemon, client, root } = await setup();
     writeWorkflow(root, "TASK", `steps:\n  - name: do\n    prompt: "echo by hand {{TITLE}}"\n`);
     await trustProject(client, root);
     await client.request("queue_status", { projectRoot: root }); // the daemon knows (and watches) the project
     const queueDir = path.join(root, ".pu", "tickets", "queue");
     writeFileSync(path.join(queueDir, "TASK-0007.md"), "---\nid: TASK-0007\ntype: TASK\ntitle: written by hand\npriority: P1\ncreated_at: 2026-01-01T00:00:00Z\n---\n\nDo it.\n");
     writeFileSync(path.join(queueDir, "TASK-0008.md"), "---\nid: TASK-0008\ntype: TASK\npriority: P9\ncreated_at: 2026-01-01T00:00:00Z\n---\n");
+    // pu did not write it for this person: the dispatcher sees it and holds it, and both lists say why.
+    await waitFor("the dispatcher to hold the untrusted ticket", () => daemonLog(daemon.home).find((e) => e.event === "ticket_untrusted" && e.ticketId === "TASK-0007"));
+    const queued = await client.request("queue_status", { projectRoot: root });
+    expect(queued.running).toEqual([]);
+    expect(queued.problems.map((p) => p.message)).toContainEqual(expect.stringContaining("TASK-0007: untrusted: run `pu trust`"));
+    expect((await client.request("ticket_list", { projectRoot: root })).problems.map((p) => p.message)).toContainEqual(expect.stringContaining("TASK-0007: untrusted"));
+    expect(await ticketState(client, root, "TASK-0007")).toBe("queue");
+    await trustProject(client, root);
     await waitDone(client, root, "TASK-0007");
     trackAgents(root);
     const listed = await client.request("ticket_list", { projectRoot: root });
@@ -343,7 +351,7 @@ describe("work queue", () => {
     expect(readState(restarted.home).completed[0]?.summary).toBe("approved after restart");
   }, 60_000);
 
-  it("after a daemon SIGKILL mid-ticket, the restarted daemon continues the ticket with a re-prompted agent", async () => {
+  it("after a daemon SIGKILL mid-ticket, the restarted daemon continues the ticket with a re-prompted agent (once its edited workflow is trusted)", async () => {
     const { daemon, client, root } = await setup();
     writeWorkflow(root, "TASK", `steps:\n  - name: first\n    prompt: "echo first"\n  - name: long\n    prompt: "sleep 30000"\n  - name: last\n    prompt: "write {{OUTPUT_FILE}} finished {{TICKET_ID}}"\n`);
     writeFileSync(path.join(daemon.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
@@ -358,6 +366,11 @@ describe("work queue", () => {
     writeWorkflow(root, "TASK", `steps:\n  - name: first\n    prompt: "echo first"\n  - name: long\n    prompt: "sleep 100"\n  - name: last\n    prompt: "write {{OUTPUT_FILE}} finished {{TICKET_ID}}"\n`);
     const restarted = await startTestDaemon(daemon.home);
     const client2 = await restarted.client();
+    // A workflow edited by hand asks for trust again: the ticket waits in progress (not failed) until then.
+    await waitFor("the ticket to wait for pu trust", () => daemonLog(restarted.home).find((e) => e.event === "ticket_awaiting_trust"));
+    expect(readState(restarted.home).agents[0]).toMatchObject({ ticket_id: "TASK-0001", status: "awaiting_input", last_message: expect.stringContaining("pu trust") });
+    expect(daemonLog(restarted.home).find((e) => e.event === "ticket_continued")).toBeUndefined();
+    await trustProject(client2, root);
     await waitDone(client2, root, "TASK-0001");
     trackAgents(root);
     const state = readState(restarted.home);

@@ -172,6 +172,8 @@ sequence:
     const client = await daemon.client();
     const repo = await makeProject(client, "defaultTrigger: hello\n");
     writeTrigger(repo.root, "hello", `on: agent_idle\nsequence:\n  - inject: "echo hello from the trigger"\n`);
+    // Injects are typed into the agent: a hand-written trigger runs once trusted.
+    await trustProject(client, repo.root);
 
     const bound = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND });
     trackAgentPid(bound.agent.pid);
@@ -196,6 +198,8 @@ sequence:
     const client = await daemon.client();
     const repo = await makeProject(client);
     writeTrigger(repo.root, "later", `on: agent_idle\nsequence:\n  - inject: "echo assigned {{WHAT}}"\n`);
+    // Injects are typed into the agent: a hand-written trigger runs once trusted.
+    await trustProject(client, repo.root);
     const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND });
     trackAgentPid(spawned.agent.pid);
     const id = spawned.agentId;
@@ -222,6 +226,8 @@ sequence:
     const firstClient = await first.client();
     const repo = await makeProject(firstClient);
     writeTrigger(repo.root, "two", `on: agent_idle\nsequence:\n  - inject: "sleep 5000"\n  - inject: "echo after the restart"\n`);
+    // Injects are typed into the agent: a hand-written trigger runs once trusted.
+    await trustProject(firstClient, repo.root);
     const spawned = await firstClient.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND, trigger: "two" });
     trackAgentPid(spawned.agent.pid);
     const id = spawned.agentId;

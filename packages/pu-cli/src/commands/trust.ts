@@ -5,14 +5,18 @@ import { PuCommand } from "../pu-command.js";
 export default class TrustCommand extends PuCommand {
   static override paths = [["trust"]];
   static override usage = Command.Usage({
-    description: "Allow this project's .pu/ files to run the commands they name",
+    description: "Allow this project's .pu/ files and queued tickets to run what they name",
     details: `
-      A project's \`.pu/\` can name commands: custom agent types in \`config.yaml\`, trigger
-      gates, agent definitions and templates with a \`command\`. A cloned repository could carry
-      any of them, so none runs until you trust it here. \`pu trust\` lists each one with what
-      it runs and records it as trusted, in \`$PU_HOME/trust.json\`; a later change to what an
-      item runs asks again. What you save through pu (\`pu trigger create\`…) is trusted as
-      written. \`--show\` lists without trusting anything.
+      A cloned repository can carry a \`.pu/\` that makes pu start programs, type text into
+      agents' terminals or add flags: custom agent types in \`config.yaml\`, triggers (gates
+      and injects) and the \`defaultTrigger\`, workflows (steps, agents, models, launch
+      modes, gates), schedules, agent definitions, templates (the plan role templates among
+      them), the \`plan:\` settings (checks and role agents), and tickets in
+      \`.pu/tickets/queue/\` that you did not create with \`pu ticket create\`. None of them
+      runs until you trust it here. \`pu trust\` lists each one with what it runs or types
+      and records it as trusted, in \`$PU_HOME/trust.json\`; a later change to what an item
+      runs or types asks again. What you save through pu (\`pu trigger create\`, \`pu ticket
+      create\`…) is trusted as written. \`--show\` lists without trusting anything.
     `,
     examples: [
       ["See what this project would run", "$0 trust --show"],
@@ -20,14 +24,14 @@ export default class TrustCommand extends PuCommand {
     ],
   });
 
-  show = Option.Boolean("--show", false, { description: "List what would run and whether it is trusted; record nothing" });
+  show = Option.Boolean("--show", false, { description: "List what would run or be typed and whether it is trusted; record nothing" });
 
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
     const result = await withDaemon((client) => client.request("trust", { projectRoot, ...(this.show ? { showOnly: true } : {}) }));
     return this.report.result(result, (out) => {
       if (result.items.length === 0) {
-        out.line("nothing in this project's .pu/ runs a command; nothing to trust");
+        out.line("nothing in this project's .pu/ or its queued tickets runs or types anything; nothing to trust");
         return;
       }
       for (const item of result.items) {

@@ -1,5 +1,5 @@
 import { loadDefinition, saveDefinition } from "@pu/core/definitions";
-import { definitionTrustItem } from "@pu/core/trust";
+import { definitionTrustItem, isTrustedKind } from "@pu/core/trust";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import { definitionScopes } from "../workflows/definitions.js";
 import type { EngineState } from "../state.js";
@@ -14,9 +14,10 @@ export async function handleDefinitionSave(state: EngineState, req: RequestOf<"d
   });
   state.log.event("definition_saved", { kind: req.kind, name: req.name, path: saved.path });
   // What a person saved through pu is theirs: it is trusted as written (a later hand edit asks again).
-  if (root !== undefined && saved.scope === "local" && (req.kind === "trigger" || req.kind === "agent" || req.kind === "template")) {
-    const loaded = await loadDefinition(req.kind, req.name, definitionScopes(state, root));
-    await state.trust.trust(root, [definitionTrustItem(req.kind, loaded)]);
+  if (root !== undefined && saved.scope === "local" && isTrustedKind(req.kind)) {
+    const kind = req.kind;
+    const loaded = await loadDefinition(kind, req.name, definitionScopes(state, root));
+    await state.trust.trust(root, [definitionTrustItem(kind, loaded)]);
   }
   state.events.emit("definition_changed", { ...(root !== undefined ? { projectRoot: root } : {}), kind: req.kind, name: req.name });
   return { path: saved.path, scope: saved.scope, warnings: saved.warnings };

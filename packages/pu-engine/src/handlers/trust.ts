@@ -12,6 +12,7 @@ export async function handleTrust(state: EngineState, req: RequestOf<"trust">): 
   if (!req.showOnly) {
     await state.trust.trust(root, items);
     state.log.event("trusted", { projectRoot: root, items: [...untrusted] });
+    if (untrusted.size > 0) state.events.emit("project_trusted", { projectRoot: root, keys: [...untrusted] });
   }
   return { items: items.map(({ key, file, runs }) => ({ key, file, runs, trusted: !untrusted.has(key) })), recorded };
 }

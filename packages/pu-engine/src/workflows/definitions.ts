@@ -11,7 +11,7 @@ import {
 } from "@pu/core/definitions";
 import { PuError } from "@pu/core/errors";
 import type { AgentEntry } from "@pu/core/manifest";
-import { definitionCommandTrustItem, triggerTrustItem } from "@pu/core/trust";
+import { agentDefinitionTrustItem, templateTrustItem, triggerTrustItem } from "@pu/core/trust";
 import type { RequestOf } from "@pu/ipc/protocol";
 import type { EngineState } from "../state.js";
 
@@ -106,6 +106,8 @@ export async function applySpawnTemplate(
     throw new PuError("INVALID_ARGUMENT", "give a prompt or a template, not both");
   }
   const loaded = await loadDefinition("template", req.template, definitionScopes(state, root));
+  // A project's template is typed into the agent (and may pick its program): only once trusted.
+  await state.trust.require(root, [templateTrustItem(loaded)]);
   const rendered = renderTemplate(loaded.parsed.body, req.vars ?? {});
   const warnings = [...loaded.warnings];
   if (rendered.missing.length > 0) {
@@ -115,10 +117,7 @@ export async function applySpawnTemplate(
   }
   const next: SpawnFields = { ...req, prompt: rendered.text.trim() === "" ? undefined : rendered.text };
   if (next.agent === undefined && loaded.parsed.agent !== undefined) next.agent = loaded.parsed.agent;
-  if (next.command === undefined && loaded.parsed.command !== undefined) {
-    await state.trust.require(root, [definitionCommandTrustItem(loaded)]);
-    next.command = loaded.parsed.command;
-  }
+  if (next.command === undefined && loaded.parsed.command !== undefined) next.command = loaded.parsed.command;
   return { req: next, warnings };
 }
 
@@ -131,7 +130,7 @@ export async function agentDefinitionSpawnFields(
 ): Promise<Pick<RequestOf<"spawn">, "agent" | "command" | "template" | "prompt" | "vars">> {
   const loaded = await loadDefinition("agent", name, definitionScopes(state, root));
   const def = loaded.parsed;
-  await state.trust.require(root, [definitionCommandTrustItem(loaded)]);
+  await state.trust.require(root, [agentDefinitionTrustItem(loaded)]);
   const fields: Pick<RequestOf<"spawn">, "agent" | "command" | "template" | "prompt" | "vars"> = { agent: def.agentType };
   if (def.command !== undefined) fields.command = def.command;
   if (def.template !== undefined) fields.template = def.template;

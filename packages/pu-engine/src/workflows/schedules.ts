@@ -24,9 +24,10 @@ import {
   type DefinitionScope,
   type ScheduleDefinition,
 } from "@pu/core/definitions";
-import { PuError } from "@pu/core/errors";
+import { isPuError, PuError } from "@pu/core/errors";
 import { puDir } from "@pu/core/paths";
 import { missedRuns, nextRun, type RecurrenceSpec } from "@pu/core/recurrence";
+import { scheduleTrustItem } from "@pu/core/trust";
 import type { EngineState } from "../state.js";
 import { agentDefinitionSpawnFields, definitionScopes, type SpawnFields } from "./definitions.js";
 import { spawnAgent } from "./spawn.js";
@@ -152,8 +153,19 @@ export class Scheduler {
           await writeScheduleTimes(file, { nextRun: next });
           return next;
         }
+        const held = await this.untrustedReason(root, name, file, schedule);
+        if (held !== undefined) {
+          // A project's schedule starts agents on its own: never before `pu trust`. The
+          // occurrence passes like a paused one, and the file's state says why.
+          this.state.log.event("schedule_held_untrusted", { projectRoot: root, name, due: stored.toISOString(), reason: held });
+          await recordHeld(root, name, held, stored);
+          const next = nextRun(spec, latest(new Date(), stored.toISOString()));
+          await writeScheduleTimes(file, { nextRun: next });
+          return next;
+        }
         await fireSchedule(this.state, root, schedule);
         this.state.log.event("schedule_fired", { projectRoot: root, name, due: stored.toISOString() });
+        await clearHeld(root, name);
       } catch (err) {
         // It ran (and failed); it still counts as this occurrence's run.
         this.state.log.event("schedule_fire_failed", { projectRoot: root, name, error: err });
@@ -172,6 +184,17 @@ export class Scheduler {
     await recordMissed(root, name, missed, stored);
     this.state.log.event("schedule_missed", { projectRoot: root, name, missed, nextRun: next?.toISOString() ?? null });
     return next;
+  }
+
+  /** Why the schedule may not fire (not trusted), or undefined when it may. */
+  private async untrustedReason(root: string, name: string, file: string, schedule: ScheduleDefinition): Promise<string | undefined> {
+    try {
+      await this.state.trust.require(root, [scheduleTrustItem({ name, scope: "local", path: file, parsed: schedule })]);
+      return undefined;
+    } catch (err) {
+      if (isPuError(err) && err.code === "UNTRUSTED") return err.message;
+      throw err;
+    }
   }
 }
 
@@ -247,7 +270,7 @@ async function editScheduleFile(file: string, edits: Record<string, string | boo
 
 interface ScheduleStateFile {
   version: 1;
-  schedules: Record<string, { missedRuns: number; lastMissedAt?: string }>;
+  schedules: Record<string, { missedRuns: number; lastMissedAt?: string; heldRuns?: number; lastHeldAt?: string; heldReason?: string }>;
 }
 
 function scheduleStatePath(root: string): string {
@@ -267,7 +290,25 @@ async function readScheduleState(root: string): Promise<ScheduleStateFile> {
 async function recordMissed(root: string, name: string, count: number, firstMissed: Date): Promise<void> {
   const data = await readScheduleState(root);
   const previous = data.schedules[name]?.missedRuns ?? 0;
-  data.schedules[name] = { missedRuns: previous + count, lastMissedAt: firstMissed.toISOString() };
+  data.schedules[name] = { ...data.schedules[name], missedRuns: previous + count, lastMissedAt: firstMissed.toISOString() };
+  await writeFileAtomic(scheduleStatePath(root), `${JSON.stringify(data, null, 2)}\n`, { fsync: true });
+}
+
+/** A run that fell due and was not fired because the schedule is not trusted: counted, with the reason. */
+async function recordHeld(root: string, name: string, reason: string, due: Date): Promise<void> {
+  const data = await readScheduleState(root);
+  const previous = data.schedules[name];
+  data.schedules[name] = { missedRuns: 0, ...previous, heldRuns: (previous?.heldRuns ?? 0) + 1, lastHeldAt: due.toISOString(), heldReason: reason };
+  await writeFileAtomic(scheduleStatePath(root), `${JSON.stringify(data, null, 2)}\n`, { fsync: true });
+}
+
+/** It fired (it is trusted now): the runs it held before are no longer news. */
+async function clearHeld(root: string, name: string): Promise<void> {
+  const data = await readScheduleState(root);
+  const entry = data.schedules[name];
+  if (entry?.heldRuns === undefined) return;
+  const { heldRuns: _runs, lastHeldAt: _at, heldReason: _reason, ...rest } = entry;
+  data.schedules[name] = rest;
   await writeFileAtomic(scheduleStatePath(root), `${JSON.stringify(data, null, 2)}\n`, { fsync: true });
 }
 
@@ -279,7 +320,8 @@ export async function scheduleDetails(
   root: string | undefined,
 ): Promise<Record<string, unknown>> {
   const schedule = await readSchedule(file, scope === "local" ? root : undefined);
-  const missed = scope === "local" && root ? ((await readScheduleState(root)).schedules[name]?.missedRuns ?? 0) : 0;
+  const recorded = scope === "local" && root ? (await readScheduleState(root)).schedules[name] : undefined;
+  const missed = recorded?.missedRuns ?? 0;
   let next: string | null = null;
   if (scope === "local" && schedule.enabled) {
     next = schedule.nextRun ?? nextRun(recurrenceOf(schedule), latest(new Date(), schedule.lastRun))?.toISOString() ?? null;
@@ -290,6 +332,8 @@ export async function scheduleDetails(
     nextRun: next,
     lastRun: schedule.lastRun ?? null,
     missedRuns: missed,
+    // Runs not fired because the schedule was not trusted (`pu trust`), and the last reason.
+    ...(recorded?.heldRuns ? { heldRuns: recorded.heldRuns, lastHeldAt: recorded.lastHeldAt ?? null, heldReason: recorded.heldReason ?? null } : {}),
     ...(scope === "global" ? { fires: false } : {}),
   };
 }

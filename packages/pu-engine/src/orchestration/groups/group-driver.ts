@@ -7,6 +7,7 @@
  * again in their worktrees, a join that fired aggregates again.
  */
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { modelArgs } from "@pu/core/argv-value";
 import { loadConfig } from "@pu/core/config";
 import {
   gateWinner,
@@ -194,7 +195,7 @@ export class GroupDriver {
           PU_OUTPUT_FILE: memberOutputFile(this.root, this.id, variant),
           PATH: pathWithPuCli(),
         },
-        ...(model !== undefined && agentType !== "terminal" ? { extraArgs: ["--model", model] } : {}),
+        ...(model !== undefined && agentType !== "terminal" ? { extraArgs: modelArgs(model) } : {}),
       });
     } catch (err) {
       release();

@@ -10,7 +10,7 @@
  */
 import { promises as fs } from "node:fs";
 import { PuError } from "@pu/core/errors";
-import { planCommandsTrustItem } from "@pu/core/trust";
+import { planSettingsTrustItem } from "@pu/core/trust";
 import { PLAN_ROLES } from "@pu/core/plan-roles";
 import { loadConfig, type PlanConfig } from "@pu/core/config";
 import {
@@ -40,7 +40,7 @@ import type { LaunchSlots } from "../launch-slots.js";
 import type { WorkOwner } from "../owners.js";
 import { PLAN_BASE_BRANCH_FIELD } from "./plan-merge.js";
 import { createPlan, layoutOf, listPlanIds, readPlan, updatePlan, type PlanFiles } from "./plan-store.js";
-import { nextTurn, roleAgentName, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded } from "./role-agent.js";
+import { nextTurn, planTemplateTrustItems, roleAgentName, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded } from "./role-agent.js";
 import { worktreesDir } from "@pu/core/paths";
 
 export interface PlanStartOptions {
@@ -670,7 +670,8 @@ export class PlanService {
 
   async start(root: string, options: PlanStartOptions): Promise<PlanSummary> {
     const config = await loadConfig(root);
-    await this.state.trust.require(root, [planCommandsTrustItem(root, config.plan)]);
+    // The plan's checks, its role agents and the role templates it types all come from the project.
+    await this.state.trust.require(root, [planSettingsTrustItem(root, config.plan), ...(await planTemplateTrustItems(this.state, root))]);
     // Every role's program, before the session exists: not an EXPLORATION that fails a moment later.
     for (const type of new Set(PLAN_ROLES.map((role) => config.plan.agents[role] ?? config.defaultAgent))) requireAgentProgram(config, type, root);
     const sessionId = newPlanSessionId();

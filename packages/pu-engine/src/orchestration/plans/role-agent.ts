@@ -4,9 +4,10 @@
  * environment only, so a script or a person's own tool can play any role.
  */
 import { loadConfig } from "@pu/core/config";
-import { planRoleEnvironment, loadPlanTemplate, type PlanRole, type PlanRoleAssignment } from "@pu/core/plan-roles";
+import { PLAN_ROLES, planRoleEnvironment, planTemplateName, loadPlanTemplate, type PlanRole, type PlanRoleAssignment, type PlanTemplate } from "@pu/core/plan-roles";
 import type { PlanLayout } from "@pu/core/plan-layout";
 import { renderTemplate } from "@pu/core/template";
+import { planSettingsTrustItem, templateTrustItem, type TrustItem } from "@pu/core/trust";
 import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
 import { stopAgents, stopFinishedAgents } from "../../agents/stop.js";
 import { turn, type TurnResult } from "../../agents/turn.js";
@@ -30,9 +31,22 @@ export function roleAgentName(sessionId: string, assignment: PlanRoleAssignment)
   }
 }
 
-/** The role's prompt from its template (`plan-<role>`, overridable in `.pu/templates/`). */
+function planTemplateTrustItem(role: PlanRole, template: PlanTemplate): TrustItem | undefined {
+  if (template.source !== "local") return undefined;
+  return templateTrustItem({ name: planTemplateName(role), scope: "local", path: template.path, parsed: template.template });
+}
+
+/** The project's own role templates (`.pu/templates/plan-<role>.md`): typed into role agents, so trust items. */
+export async function planTemplateTrustItems(state: EngineState, root: string): Promise<(TrustItem | undefined)[]> {
+  const scopes = definitionScopes(state, root);
+  return Promise.all(PLAN_ROLES.map(async (role) => planTemplateTrustItem(role, await loadPlanTemplate(role, scopes))));
+}
+
+/** The role's prompt from its template (`plan-<role>`, overridable in `.pu/templates/`; a project's own only once trusted). */
 export async function rolePrompt(state: EngineState, root: string, role: PlanRole, vars: Record<string, string>): Promise<string> {
   const template = await loadPlanTemplate(role, definitionScopes(state, root));
+  // Checked on every use: the file may have changed since the session started.
+  await state.trust.require(root, [planTemplateTrustItem(role, template)]);
   return renderTemplate(template.template.body, vars).text.trim();
 }
 
@@ -52,6 +66,7 @@ export async function startRoleAgent(
   placement: LaunchPlacement,
 ): Promise<RoleAgent> {
   const config = await loadConfig(root);
+  await state.trust.require(root, [planSettingsTrustItem(root, config.plan)]);
   const agentType = config.plan.agents[assignment.role] ?? config.defaultAgent;
   const launched = await launchAgent(state, {
     projectRoot: root,

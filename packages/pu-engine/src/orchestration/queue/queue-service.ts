@@ -10,15 +10,17 @@ import type { FSWatcher } from "node:fs";
 import { access, mkdir, readFile, realpath, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { modelArgs } from "@pu/core/argv-value";
 import { loadConfig, parseConfig, projectConfigWarnings, type Config } from "@pu/core/config";
 import { DEFAULT_COLLECTION } from "@pu/core/default-workflows";
-import { PuError } from "@pu/core/errors";
+import { isPuError, PuError } from "@pu/core/errors";
 import { aggregatedText, isGroupFinished } from "@pu/core/group";
 import { findAgent } from "@pu/core/manifest";
 import type { AgentState, CompletedTicket } from "@pu/core/operator-state";
 import { configPath, manifestPath, puDir, worktreesDir } from "@pu/core/paths";
 import { renderTemplate } from "@pu/core/template";
 import { compareTickets } from "@pu/core/ticket";
+import { ticketTrustKey } from "@pu/core/trust";
 import { stepAgent, type Workflow, type WorkflowStep } from "@pu/core/workflow";
 import type { QueueStatus, ReviewItem, TicketView } from "@pu/ipc/protocol";
 import { launchAgent, resumeAgent } from "../../agents/launcher.js";
@@ -33,6 +35,7 @@ import type { LaunchSlots } from "../launch-slots.js";
 import type { WorkOwner } from "../owners.js";
 import { OperatorStateStore, operatorStatePath } from "./state-store.js";
 import { appendHistory, ensureTicketDirs, findTicket, moveTicket, scanTickets, ticketSummary, watchQueueFolder, writeTicketField } from "./tickets.js";
+import { ticketStillTrusted, untrustedTicketIds, untrustedTicketProblems } from "./ticket-trust.js";
 import { recordAgentExit } from "./usage.js";
 import { resolveWorkflow } from "./workflows.js";
 
@@ -104,6 +107,8 @@ export class QueueService {
   private readonly watchers = new Map<string, FSWatcher>();
   /** Tickets that failed to start, left in `queue/` and not retried until `pu queue resume` or a daemon restart. */
   private readonly held = new Map<string, string>();
+  /** In-progress tickets that cannot go on until `pu trust` (their workflow changed by hand), continued on project_trusted. */
+  private readonly awaitingTrust = new Map<string, () => void>();
   /** Agents the queue stopped after their work succeeded: their exit counts as a success. */
   private readonly finishedAgents = new Set<string>();
   /** Unreadable ticket files already logged (file → message), so each is reported once. */
@@ -142,6 +147,16 @@ export class QueueService {
       }),
       this.state.events.on("project_added", ({ projectRoot }) => {
         void this.watchProject(projectRoot).then(() => this.kick("project added"));
+      }),
+      // `pu trust` is also "try again" for tickets held by an untrusted workflow or agent type.
+      this.state.events.on("project_trusted", ({ projectRoot }) => {
+        for (const key of [...this.held.keys()]) if (key.startsWith(`${projectRoot}\0`)) this.held.delete(key);
+        for (const [key, resume] of [...this.awaitingTrust]) {
+          if (!key.startsWith(`${projectRoot}\0`)) continue;
+          this.awaitingTrust.delete(key);
+          resume();
+        }
+        this.kick("project trusted");
       }),
     );
     // Registered before any await, so a review decision that arrives while they are being
@@ -397,7 +412,15 @@ export class QueueService {
         this.reported.set(problem.file, problem.message);
         this.state.log.event("ticket_invalid", { file: problem.file, message: problem.message });
       }
-      waiting.push(...scan.tickets.filter((t) => !this.held.has(runKey(root, t.id))).map((t) => Object.assign(t, { root })));
+      const candidates = scan.tickets.filter((t) => !this.held.has(runKey(root, t.id)));
+      // A ticket pu did not write for its person waits for `pu trust` (said once per version of it).
+      const untrusted = await untrustedTicketIds(this.state, root, candidates);
+      for (const t of candidates.filter((c) => untrusted.has(c.id))) {
+        if (this.reported.get(t.path) === "untrusted") continue;
+        this.reported.set(t.path, "untrusted");
+        this.state.log.event("ticket_untrusted", { projectRoot: root, ticketId: t.id, file: t.path });
+      }
+      waiting.push(...candidates.filter((t) => !untrusted.has(t.id)).map((t) => Object.assign(t, { root })));
     }
     waiting.sort(compareTickets);
     const settingsOf = new Map<string, Promise<Awaited<ReturnType<QueueService["projectSettings"]>> | undefined>>();
@@ -542,7 +565,7 @@ export class QueueService {
       placement,
       env: { PU_TICKET_ID: run.ticketId, PU_OUTPUT_FILE: outputFile },
       ...(agentState.launch_mode === "yolo" ? { unattended: true } : {}),
-      ...(model !== null && tool !== "terminal" ? { extraArgs: ["--model", model] } : {}),
+      ...(model !== null && tool !== "terminal" ? { extraArgs: modelArgs(model) } : {}),
     });
     if (model !== null) launched.live.model = model;
     run.live = launched.live;
@@ -637,6 +660,8 @@ export class QueueService {
     const live = run.live;
     if (!live) return { kind: "failed", message: `no agent for step ${step.name}` };
     const ticket = await findTicket(run.root, run.ticketId);
+    // Each step types the ticket's text again: a hand edit since it was trusted must not reach the agent.
+    if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
     await this.markStepStarted(run, step, live.agentId);
     const vars = await this.stepVars(run, ticket, step);
     const prompt = renderTemplate(step.prompt, vars).text.trimEnd();
@@ -700,6 +725,7 @@ export class QueueService {
     const groups = this.groups;
     if (!groups || step.type === undefined) return { kind: "failed", message: `step ${step.name}: multi-agent groups are not running in this daemon` };
     const ticket = await findTicket(run.root, run.ticketId);
+    if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
     const agentState = this.agentStateOf(run);
     if (!agentState) return { kind: "failed", message: `ticket ${run.ticketId} has no state` };
     await this.markStepStarted(run, step, undefined);
@@ -970,9 +996,15 @@ export class QueueService {
     );
     await appendHistory(run.root, run.ticketId, { event: outcome, ...(note !== undefined ? { note } : {}) }).catch(() => undefined);
     this.runs.delete(runKey(run.root, run.ticketId));
+    await this.forgetTrust(run.root, run.ticketId);
     this.state.log.event("queue_slot_freed", { projectRoot: run.root, ticketId: run.ticketId, outcome, used: this.store.state.agents.length });
     this.state.events.emit("ticket_changed", { projectRoot: run.root, ticketId: run.ticketId, kind: outcome, ...(note !== undefined ? { message: note } : {}) });
     this.kick("slot freed");
+  }
+
+  /** A ticket in done/ never runs again: its trust record goes (trust.json stays small). */
+  private async forgetTrust(root: string, ticketId: string): Promise<void> {
+    await this.state.trust.forget(root, [ticketTrustKey(ticketId)]).catch((err: unknown) => this.state.log.event("trust_forget_failed", { projectRoot: root, ticketId, error: err }));
   }
 
   private async mergeTicketWorktree(run: TicketRun): Promise<string> {
@@ -1036,6 +1068,7 @@ export class QueueService {
       live = await this.reattach(run, agentState);
       run.live = live;
     } catch (err) {
+      if (isPuError(err) && err.code === "UNTRUSTED") return this.waitForTrust(agentState, run, err.message);
       return this.fail(run, `could not continue after a restart: ${(err as Error).message}`);
     }
     const index = Math.max(0, run.workflow.steps.findIndex((s) => s.name === agentState.current_step));
@@ -1044,6 +1077,16 @@ export class QueueService {
     this.state.log.event("ticket_continued", { projectRoot: root, ticketId: ticket.id, step: agentState.current_step, agentId: live.agentId });
     await appendHistory(root, ticket.id, { event: "continued after a daemon restart", ...(agentState.current_step ? { step: agentState.current_step } : {}) }).catch(() => undefined);
     void this.drive(run, index, { awaitingDecision });
+  }
+
+  /** The ticket's workflow changed by hand while the daemon was down: it waits (in progress) for `pu trust`, then goes on. */
+  private async waitForTrust(agentState: AgentState, run: TicketRun, reason: string): Promise<void> {
+    await this.store.update(() => {
+      agentState.status = "awaiting_input";
+      agentState.last_message = reason;
+    });
+    this.awaitingTrust.set(runKey(run.root, run.ticketId), () => void this.continueTicket(agentState, run));
+    this.state.log.event("ticket_awaiting_trust", { projectRoot: run.root, ticketId: run.ticketId, reason });
   }
 
   /**
@@ -1108,6 +1151,7 @@ export class QueueService {
         const held = this.held.get(runKey(root, t.id));
         if (held !== undefined) problems.push({ file: t.path, message: `not started: ${held}` });
       }
+      problems.push(...(await untrustedTicketProblems(this.state, root, scan.tickets)));
       // A project whose config cannot be read has tickets that never start: say why.
       if (!(await exists(manifestPath(root)))) continue;
       try {
@@ -1185,6 +1229,7 @@ export class QueueService {
       await moveTicket(root, ticketId, ticket.state, "done");
       this.held.delete(runKey(root, ticketId));
       await appendHistory(root, ticketId, { event: "cancelled" });
+      await this.forgetTrust(root, ticketId);
       return { stoppedAgents: [] };
     }
     run.abort.abort();
@@ -1231,6 +1276,11 @@ export class QueueService {
       entry.updated_at = nowIso();
     });
   }
+}
+
+/** A ticket changed by hand while it was worked: nothing more of it is typed. */
+function editedSinceTrusted(ticketId: string): StepOutcome {
+  return { kind: "failed", message: `ticket ${ticketId} was edited by hand since it was trusted, so none of it is typed any more; read it, run \`pu trust\` and queue it again` };
 }
 
 type StepOutcome =

@@ -176,7 +176,11 @@ export interface NewTicket {
   model?: string;
 }
 
-export function createTicket(root: string, fields: NewTicket): Promise<TicketView> {
+/**
+ * Writes a new ticket into `queue/`. `beforeWrite` gets the ticket as pu will read it back,
+ * before the file exists (the dispatcher may see the file the moment it is written).
+ */
+export function createTicket(root: string, fields: NewTicket, beforeWrite?: (ticket: Ticket, file: string) => Promise<void>): Promise<TicketView> {
   const run = (creating.get(root) ?? Promise.resolve()).catch(() => undefined).then(async () => {
     await ensureTicketDirs(root);
     const id = nextTicketId(fields.type, await usedIds(root));
@@ -185,7 +189,8 @@ export function createTicket(root: string, fields: NewTicket): Promise<TicketVie
     const text = serializeTicket(ticket);
     checkTicketSize(Buffer.byteLength(text), `ticket ${id}`, "INVALID_ARGUMENT");
     // Parsed back before it is written: a ticket pu writes must be one pu reads.
-    parseTicket(text, file);
+    const readBack = parseTicket(text, file);
+    await beforeWrite?.(readBack, file);
     await writeFile(file, text, { flag: "wx" });
     return { ...ticket, state: "queue" as const, path: file };
   });
