@@ -17,6 +17,10 @@ import { waitFor } from "../helpers/wait-for.js";
 const TURN_TIMEOUT_MS = 90_000;
 const WAITING_TIMEOUT_MS = 75_000;
 const THINK_MS = 5_000;
+// The spawn prompt's turn (a tool call, then an answer) must be read as over as soon as a
+// later one: pu took 5–6 s for it once. The bound leaves room for a loaded machine and for
+// the `pu status` processes that poll it; `pnpm bench` has the tight figure (≤ 1 s).
+const FIRST_TURN_WAITING_MAX_MS = 4_000;
 // A step can wait for a turn and then for the agent to read waiting, twice for a trigger's two steps.
 const STEP_TIMEOUT_MS = 4 * 60_000;
 
@@ -65,7 +69,7 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
     }, STEP_TIMEOUT_MS);
 
     it("delivers the spawn prompt: the model server gets it and the scripted command runs in the worktree", async () => {
-      const prompt = `THINK: ${THINK_MS} RUN: echo made-by-${agent} > real-made.txt SAY: first answer`;
+      const prompt = `THINK: ${THINK_MS} RUN: echo made-by-${agent} > real-made.txt PACE: 250 SAY: first answer`;
       const spawned = await sandbox.spawnAgent([prompt, "--agent", agent, "--name", `real-${agent}`]);
       agentId = spawned.agentId;
       cwd = spawned.cwd;
@@ -86,7 +90,7 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       expect(readFileSync(made, "utf8").trim()).toBe(`made-by-${agent}`);
     }, STEP_TIMEOUT_MS);
 
-    it("reads streaming while the model thinks after the tool call, and waiting after the answer", async () => {
+    it("reads streaming while the model thinks after the tool call, and waiting as soon as the answer ends", async () => {
       // The answer after the tool result also thinks THINK_MS: status is sampled during it.
       const second = await server.waitForRequest((r) => r.reply === "text" && r.replyText === "first answer", TURN_TIMEOUT_MS);
       const samples = await statusWhileInFlight(sandbox, agentId, second);
@@ -97,7 +101,9 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       expect(waiting.live).toBe(true);
       // Read off the CLI's hook or its screen, not the idle fallback (which says `idle`).
       expect(waiting.waitingReason).toBe("turn_end");
-      measured(agent, "answer finished to status waiting", Date.now() - lastTextAnswer.finishedAt!);
+      const late = Date.now() - lastTextAnswer.finishedAt!;
+      measured(agent, "first turn: answer finished to status waiting", late);
+      expect(late, "the spawn prompt's turn read as over this long after the answer ended").toBeLessThanOrEqual(FIRST_TURN_WAITING_MAX_MS);
       sandbox.saveFixture(agentId, `${agent}-idle.bin`);
     }, STEP_TIMEOUT_MS);
 
@@ -113,12 +119,13 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
     }, STEP_TIMEOUT_MS);
 
     it("a trigger's steps are typed in turn: the next inject after the agent's turn ends", async () => {
-      // Inject-only (no gate), so it runs without `pu trust`.
+      // A trigger file in the project types text into the agent: trusted like any such file.
       mkdirSync(path.join(sandbox.root, ".pu/triggers"), { recursive: true });
       writeFileSync(
         path.join(sandbox.root, ".pu/triggers/real-steps.yaml"),
         'name: real-steps\non: agent_idle\nsequence:\n  - inject: "SAY: trigger step one"\n  - inject: "SAY: trigger step two"\n',
       );
+      await sandbox.ok(["trust"]);
       const before = server.requests.length;
       // The agent is waiting, so the first step is typed at once; the second once that turn has ended.
       await sandbox.ok(["trigger", "assign", agentId, "real-steps"]);
