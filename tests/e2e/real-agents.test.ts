@@ -29,7 +29,11 @@ async function statusWhileInFlight(sandbox: RealAgentSandbox, agentId: string, r
   const samples: string[] = [];
   const deadline = Date.now() + TURN_TIMEOUT_MS;
   while (request.finishedAt === undefined && Date.now() < deadline) {
-    samples.push((await sandbox.agent(agentId)).status);
+    const status = (await sandbox.agent(agentId)).status;
+    // A sample that came back after the answer ended may have been read after it too
+    // (a `pu status` takes a while on a loaded machine): it proves nothing either way.
+    if (request.finishedAt !== undefined) break;
+    samples.push(status);
     if (samples.length === 1) onFirst?.();
   }
   return samples;
