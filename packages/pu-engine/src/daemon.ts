@@ -14,8 +14,8 @@ import { recoverProjects } from "./recovery.js";
 import { EngineState } from "./state.js";
 import { StatusWatch } from "./status-watch.js";
 import { QueueService } from "./orchestration/queue/queue-service.js";
-import { Scheduler } from "./workflows/schedules.js";
-import { TriggerRunner } from "./workflows/triggers.js";
+import { Scheduler } from "./automation/schedules.js";
+import { TriggerRunner } from "./automation/triggers.js";
 
 /** How long a stopping agent gets between SIGTERM and SIGKILL. */
 export const STOP_GRACE_MS = 5000;

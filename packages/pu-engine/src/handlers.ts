@@ -1,5 +1,5 @@
 // Which function answers which request.
-import type { Handlers } from "@pu/ipc/server";
+import type { HandlerTable } from "@pu/ipc/server";
 import { handleAssignTrigger } from "./handlers/assign-trigger.js";
 import { handleAgentSignal } from "./handlers/agent-signal.js";
 import { handleAttach } from "./handlers/attach.js";
@@ -46,7 +46,7 @@ import { handleTicketCancel, handleTicketCreate, handleTicketList, handleTicketS
 import type { EngineServices } from "./services.js";
 import type { EngineState } from "./state.js";
 
-export function createHandlers(services: EngineServices): Handlers {
+export function createHandlers(services: EngineServices): HandlerTable {
   const { state } = services;
   return withErrorLog(state, {
     health: (req) => handleHealth(state, req),
@@ -113,7 +113,7 @@ export function createHandlers(services: EngineServices): Handlers {
  * Every failed request leaves one line in daemon.log (the server reports only
  * unexpected errors; a user-facing PuError is worth a line too when debugging).
  */
-function withErrorLog(state: EngineState, handlers: Handlers): Handlers {
+function withErrorLog(state: EngineState, handlers: HandlerTable): HandlerTable {
   const wrapped: Record<string, unknown> = {};
   for (const [type, handler] of Object.entries(handlers) as [string, (req: never, ctx: never) => Promise<unknown>][]) {
     wrapped[type] = async (req: never, ctx: never) => {
@@ -126,5 +126,5 @@ function withErrorLog(state: EngineState, handlers: Handlers): Handlers {
       }
     };
   }
-  return wrapped as Handlers;
+  return wrapped as HandlerTable;
 }

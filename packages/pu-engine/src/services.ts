@@ -2,7 +2,7 @@
  * What the request handlers are given: the engine's data (EngineState) and the services
  * daemon.ts builds on it. A handler reaches a service only through here.
  */
-import { OwnedWork } from "./orchestration/owners.js";
+import { OwnedWork } from "./agents/owners.js";
 import type { GroupService } from "./orchestration/groups/group-service.js";
 import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";

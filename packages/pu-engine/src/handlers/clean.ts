@@ -1,5 +1,5 @@
 import type { CleanResult, RequestOf } from "@pu/ipc/protocol";
-import { cleanWorktrees } from "../git/clean-worktrees.js";
+import { cleanWorktrees } from "../worktrees/clean-worktrees.js";
 import { ownedWorkIn, type EngineServices } from "../services.js";
 
 export async function handleClean(services: EngineServices, req: RequestOf<"clean">): Promise<CleanResult> {

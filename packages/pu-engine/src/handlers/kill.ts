@@ -1,10 +1,10 @@
 import { PuError } from "@pu/core/errors";
 import { listAgents, type AgentLocation, type Manifest } from "@pu/core/manifest";
 import type { KillResult, RequestOf } from "@pu/ipc/protocol";
-import type { LiveAgent } from "../agents/live-agent.js";
+import type { LiveAgent } from "../session/live-agent.js";
 import { dropSession } from "../agents/registry.js";
 import { stopAgents, throwIfUnrecorded } from "../agents/stop.js";
-import { ownedNote } from "../orchestration/owners.js";
+import { ownedNote } from "../agents/owners.js";
 import { ownedWorkIn, type EngineServices } from "../services.js";
 
 /** The agents a kill target names: an agent id, a worktree id, "worktrees" or "all". */

@@ -1,5 +1,5 @@
 import type { MergeResult, RequestOf } from "@pu/ipc/protocol";
-import { mergeRecordedWorktree } from "../git/merge-recorded.js";
+import { mergeRecordedWorktree } from "../worktrees/merge-recorded.js";
 import type { EngineState } from "../state.js";
 
 export async function handleMerge(state: EngineState, req: RequestOf<"merge">): Promise<MergeResult> {

@@ -1,7 +1,7 @@
 import { PuError } from "@pu/core/errors";
 import { listAgents } from "@pu/core/manifest";
 import type { RequestOf, SuspendResult } from "@pu/ipc/protocol";
-import type { LiveAgent } from "../agents/live-agent.js";
+import type { LiveAgent } from "../session/live-agent.js";
 import { stopAgents, throwIfUnrecorded } from "../agents/stop.js";
 import type { EngineState } from "../state.js";
 
