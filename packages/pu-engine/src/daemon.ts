@@ -5,6 +5,7 @@ import { DAEMON_VERSION, PROTOCOL_VERSION } from "@pu/ipc/protocol";
 import { createServer, type IpcServer } from "@pu/ipc/server";
 import { openDaemonLog, type DaemonLog } from "./daemon-log.js";
 import { createHandlers } from "./handlers.js";
+import { AgentService } from "./agents/agent-service.js";
 import { stopAgents } from "./agents/stop.js";
 import { isAlive } from "./process-info.js";
 import { ProjectRegistry } from "./projects.js";
@@ -136,7 +137,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, statusWatch, queue: workQueue, plans: planService, groups: groupService }),
+      handlers: createHandlers({ state, agents: new AgentService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();

@@ -56,7 +56,7 @@ export function createHandlers(services: EngineServices): HandlerTable {
     status: (req) => handleStatus(state, req),
     subscribe_status: (req, ctx) => handleSubscribeStatus(services, req, ctx),
     kill: (req) => handleKill(services, req),
-    suspend: (req) => handleSuspend(state, req),
+    suspend: (req) => handleSuspend(services, req),
     resume: (req) => handleResume(state, req),
     logs: (req) => handleLogs(state, req),
     attach: (req, ctx) => handleAttach(state, req, ctx),
