@@ -7,6 +7,7 @@ import { openDaemonLog, type DaemonLog } from "./daemon-log.js";
 import { createHandlers } from "./handlers.js";
 import { AgentService } from "./agents/agent-service.js";
 import { stopAgents } from "./agents/stop.js";
+import { WorktreeService } from "./worktrees/worktree-service.js";
 import { isAlive } from "./process-info.js";
 import { ProjectRegistry } from "./projects.js";
 import { GroupService } from "./orchestration/groups/group-service.js";
@@ -137,7 +138,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, agents: new AgentService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService }),
+      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();

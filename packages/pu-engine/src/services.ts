@@ -9,10 +9,12 @@ import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";
 import type { QueueService } from "./orchestration/queue/queue-service.js";
 import type { StatusWatch } from "./status-watch.js";
+import type { WorktreeService } from "./worktrees/worktree-service.js";
 
 export interface EngineServices {
   state: EngineState;
   agents: AgentService;
+  worktrees: WorktreeService;
   statusWatch: StatusWatch;
   plans: PlanService;
   groups: GroupService;
