@@ -1,16 +1,20 @@
 /**
- * Stopping agents on a person's request: `pu kill` and `pu bench` (suspend). Both name
+ * A person's requests about agents that exist: resume (`pu play`), input and typed text
+ * (`pu send`), kill and suspend (`pu bench`). Kill and suspend name
  * their agents the same way (an id, or a sweep over the project) and skip the same kinds
  * of agent (the caller, one not running, one already gone, one the orchestrator owns), so
  * the target rules live here once; the handlers only shape the reply.
  */
+import { submitPauseMs } from "@pu/core/agent-types";
 import { PuError } from "@pu/core/errors";
 import { listAgents, type AgentEntry, type AgentLocation, type Manifest } from "@pu/core/manifest";
 import type { KillResult, SuspendResult } from "@pu/ipc/protocol";
 import type { LiveAgent } from "../session/live-agent.js";
 import type { EngineState } from "../state.js";
+import { resumeAgent } from "./launcher.js";
+import { typeText } from "./launch-command.js";
 import { ownedNote, type OwnedWork } from "./owners.js";
-import { dropSession } from "./registry.js";
+import { benchedAgentMessage, dropSession, requireSession } from "./registry.js";
 import { stopAgents, throwIfUnrecorded } from "./stop.js";
 
 /** What a kill or suspend names: one agent, one worktree's agents, every worktree's, or all. */
@@ -57,6 +61,34 @@ export interface SuspendRequest {
 
 export class AgentService {
   constructor(private readonly state: EngineState) {}
+
+  /** `pu play`: restarts a suspended agent with its type's resume command, in the same directory. */
+  resume(root: string, agentId: string): Promise<AgentEntry> {
+    return resumeAgent(this.state, root, agentId);
+  }
+
+  /** Raw bytes into the agent's terminal, exactly as given (keys, Enter, control codes). */
+  async input(agentId: string, data: Buffer): Promise<number> {
+    (await this.runningSession(agentId)).session.write(data);
+    return data.length;
+  }
+
+  /** Text typed the way the agent's CLI takes it: one paste where it asked for bracketed paste, Enter as its own key after the type's pause. */
+  async typeText(agentId: string, text: string, submit: boolean): Promise<number> {
+    const live = await this.runningSession(agentId);
+    const written = await typeText(live.session, text, { submit, submitPauseMs: submitPauseMs(live.agentType) });
+    if (!written) throw new PuError("INVALID_STATE", `${agentId} exited while the text was typed`);
+    return Buffer.byteLength(text) + (submit ? 1 : 0);
+  }
+
+  /** The agent's session, refused with the reason when it takes no input (benched, or exited). */
+  private async runningSession(agentId: string): Promise<LiveAgent> {
+    const live = await requireSession(this.state, agentId, { explainBenched: true });
+    const { session } = live;
+    if (session.exitCode !== null && live.stopIntent === "suspend") throw new PuError("INVALID_STATE", benchedAgentMessage(agentId));
+    if (session.exitCode !== null) throw new PuError("INVALID_STATE", `${agentId} has exited (code ${session.exitCode}); it takes no input`);
+    return live;
+  }
 
   /**
    * Kills what `target` names. `owners` (absent with --force) is the work a running ticket,
