@@ -1,14 +1,55 @@
 // Import rules `pnpm lint` enforces (scripts/lint-imports.mjs runs this). The engine's
-// floors (docs/ARCHITECTURE.md): handlers never import handlers, services never
-// import handlers, and no package has an import cycle.
+// floors (docs/ARCHITECTURE.md): each floor imports only the floors below it; handlers
+// never import handlers, services never import handlers, and no package has an import
+// cycle.
 
 // A workspace import resolves to the other package's dist/ (its exports map);
 // unbuilt, it stays the bare "@pu/..." name. Each pattern matches both.
 const pkg = (name) => `(^|/)packages/pu-${name}/|^@pu/${name}($|/)`;
 
+const ENGINE = "^packages/pu-engine/src/";
+
+/**
+ * pu-engine's floors, lowest first: a module may import its own floor and the ones below,
+ * never one above. docs/ARCHITECTURE.md draws the same list.
+ */
+const ENGINE_FLOORS = [
+  ["base", ["daemon-log\\.ts$", "process-info\\.ts$", "projects\\.ts$", "pu-cli-path\\.ts$", "trust-store\\.ts$", "stray-agents\\.ts$"]],
+  ["session", ["session/"]],
+  ["git", ["git/"]],
+  ["state", ["state\\.ts$", "engine-events\\.ts$", "status-watch\\.ts$"]],
+  ["agents", ["agents/"]],
+  ["worktrees-gates-automation", ["worktrees/", "gates/", "automation/"]],
+  ["orchestration", ["orchestration/"]],
+  ["services", ["services\\.ts$", "recovery\\.ts$"]],
+  ["handlers", ["handlers/", "handlers\\.ts$"]],
+  ["daemon", ["daemon\\.ts$"]],
+];
+const floorPaths = (floor) => floor[1].map((p) => ENGINE + p);
+
+/** One rule per floor: nothing on it imports a floor above it. */
+const floorRules = ENGINE_FLOORS.slice(0, -1).map((floor, i) => ({
+  name: `engine-floor-${floor[0]}`,
+  severity: "error",
+  comment: `The engine reads top down: ${floor[0]} imports only its own floor and the ones below it (${ENGINE_FLOORS.slice(0, i).map((f) => f[0]).join(", ") || "pu-core and pu-ipc"}).`,
+  from: { path: floorPaths(floor) },
+  to: { path: ENGINE_FLOORS.slice(i + 1).flatMap(floorPaths) },
+}));
+
+/** Every engine source file sits on a floor: a new top-level file or folder must be placed. */
+const unplacedRule = {
+  name: "engine-file-without-floor",
+  severity: "error",
+  comment: "Add the new file or folder to ENGINE_FLOORS in .dependency-cruiser.cjs (and docs/ARCHITECTURE.md).",
+  from: { path: ENGINE, pathNot: ENGINE_FLOORS.flatMap(floorPaths) },
+  to: {},
+};
+
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
+    ...floorRules,
+    unplacedRule,
     {
       name: "no-cycle",
       severity: "error",

@@ -5,8 +5,8 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const ENGINE_DIST = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../packages/pu-engine/dist");
-const { ScreenModel } = await import(pathToFileURL(path.join(ENGINE_DIST, "screen/screen-model.js")).href);
-const { OutputRing } = await import(pathToFileURL(path.join(ENGINE_DIST, "output-ring.js")).href);
+const { ScreenModel } = await import(pathToFileURL(path.join(ENGINE_DIST, "session/screen-model.js")).href);
+const { OutputRing } = await import(pathToFileURL(path.join(ENGINE_DIST, "session/output-ring.js")).href);
 
 const count = Number(process.argv[2] ?? 100);
 const settle = () => {

@@ -55,6 +55,24 @@ describe("import rules", () => {
     expect(status).not.toBe(0);
   });
 
+  it("fail on an engine floor importing a floor above it, naming the floor", () => {
+    // The terminal layer reaching up into agents, and a git primitive reaching into worktrees.
+    plant("packages/pu-engine/src/session/planted.ts", 'export { stopAgents } from "../agents/stop.js";\n');
+    plant("packages/pu-engine/src/git/planted.ts", 'export * from "../worktrees/merge-recorded.js";\n');
+    const { status, output } = lintImports();
+    expect(output).toMatch(/engine-floor-session: packages\/pu-engine\/src\/session\/planted\.ts → packages\/pu-engine\/src\/agents\/stop\.ts/);
+    expect(output).toMatch(/engine-floor-git: packages\/pu-engine\/src\/git\/planted\.ts → packages\/pu-engine\/src\/worktrees\/merge-recorded\.ts/);
+    expect(status).not.toBe(0);
+  });
+
+  it("fail on an engine file that sits on no floor", () => {
+    mkdirSync(join(tree, "packages/pu-engine/src/elsewhere"));
+    plant("packages/pu-engine/src/elsewhere/planted.ts", 'export { openDaemonLog } from "../daemon-log.js";\n');
+    const { status, output } = lintImports();
+    expect(output).toMatch(/engine-file-without-floor: packages\/pu-engine\/src\/elsewhere\/planted\.ts/);
+    expect(status).not.toBe(0);
+  });
+
   it("fail on an import cycle", () => {
     plant("packages/pu-core/src/planted-a.ts", 'import { b } from "./planted-b.js";\nexport const a = () => b;\n');
     plant("packages/pu-core/src/planted-b.ts", 'import { a } from "./planted-a.js";\nexport const b = () => a;\n');

@@ -5,7 +5,9 @@ import { DAEMON_VERSION, PROTOCOL_VERSION } from "@pu/ipc/protocol";
 import { createServer, type IpcServer } from "@pu/ipc/server";
 import { openDaemonLog, type DaemonLog } from "./daemon-log.js";
 import { createHandlers } from "./handlers.js";
+import { AgentService } from "./agents/agent-service.js";
 import { stopAgents } from "./agents/stop.js";
+import { WorktreeService } from "./worktrees/worktree-service.js";
 import { isAlive } from "./process-info.js";
 import { ProjectRegistry } from "./projects.js";
 import { GroupService } from "./orchestration/groups/group-service.js";
@@ -14,8 +16,8 @@ import { recoverProjects } from "./recovery.js";
 import { EngineState } from "./state.js";
 import { StatusWatch } from "./status-watch.js";
 import { QueueService } from "./orchestration/queue/queue-service.js";
-import { Scheduler } from "./workflows/schedules.js";
-import { TriggerRunner } from "./workflows/triggers.js";
+import { Scheduler } from "./automation/schedules.js";
+import { TriggerRunner } from "./automation/triggers.js";
 
 /** How long a stopping agent gets between SIGTERM and SIGKILL. */
 export const STOP_GRACE_MS = 5000;
@@ -136,7 +138,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, statusWatch, queue: workQueue, plans: planService, groups: groupService }),
+      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();

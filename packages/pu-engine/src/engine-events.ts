@@ -10,7 +10,7 @@
  */
 import type { AgentEntry, AgentStatus } from "@pu/core/manifest";
 import type { DefinitionKind } from "@pu/core/definitions";
-import type { LiveAgent, StopIntent } from "./agents/live-agent.js";
+import type { LiveAgent, StopIntent } from "./session/live-agent.js";
 
 export interface EngineEventMap {
   /** A session joined the registry (start or resume); its manifest entry may not be written yet. */

@@ -1,5 +1,5 @@
 // Which function answers which request.
-import type { Handlers } from "@pu/ipc/server";
+import type { HandlerTable } from "@pu/ipc/server";
 import { handleAssignTrigger } from "./handlers/assign-trigger.js";
 import { handleAgentSignal } from "./handlers/agent-signal.js";
 import { handleAttach } from "./handlers/attach.js";
@@ -46,7 +46,7 @@ import { handleTicketCancel, handleTicketCreate, handleTicketList, handleTicketS
 import type { EngineServices } from "./services.js";
 import type { EngineState } from "./state.js";
 
-export function createHandlers(services: EngineServices): Handlers {
+export function createHandlers(services: EngineServices): HandlerTable {
   const { state } = services;
   return withErrorLog(state, {
     health: (req) => handleHealth(state, req),
@@ -56,17 +56,17 @@ export function createHandlers(services: EngineServices): Handlers {
     status: (req) => handleStatus(state, req),
     subscribe_status: (req, ctx) => handleSubscribeStatus(services, req, ctx),
     kill: (req) => handleKill(services, req),
-    suspend: (req) => handleSuspend(state, req),
-    resume: (req) => handleResume(state, req),
+    suspend: (req) => handleSuspend(services, req),
+    resume: (req) => handleResume(services, req),
     logs: (req) => handleLogs(state, req),
     attach: (req, ctx) => handleAttach(state, req, ctx),
-    input: (req) => handleInput(state, req),
-    type_text: (req) => handleTypeText(state, req),
+    input: (req) => handleInput(services, req),
+    type_text: (req) => handleTypeText(services, req),
     agent_signal: (req) => handleAgentSignal(state, req),
     resize: (req, ctx) => handleResize(state, req, ctx),
     rename: (req) => handleRename(state, req),
-    diff: (req) => handleDiff(state, req),
-    merge: (req) => handleMerge(state, req),
+    diff: (req) => handleDiff(services, req),
+    merge: (req) => handleMerge(services, req),
     clean: (req) => handleClean(services, req),
     definition_list: (req) => handleDefinitionList(state, req),
     definition_get: (req) => handleDefinitionGet(state, req),
@@ -113,7 +113,7 @@ export function createHandlers(services: EngineServices): Handlers {
  * Every failed request leaves one line in daemon.log (the server reports only
  * unexpected errors; a user-facing PuError is worth a line too when debugging).
  */
-function withErrorLog(state: EngineState, handlers: Handlers): Handlers {
+function withErrorLog(state: EngineState, handlers: HandlerTable): HandlerTable {
   const wrapped: Record<string, unknown> = {};
   for (const [type, handler] of Object.entries(handlers) as [string, (req: never, ctx: never) => Promise<unknown>][]) {
     wrapped[type] = async (req: never, ctx: never) => {
@@ -126,5 +126,5 @@ function withErrorLog(state: EngineState, handlers: Handlers): Handlers {
       }
     };
   }
-  return wrapped as Handlers;
+  return wrapped as HandlerTable;
 }

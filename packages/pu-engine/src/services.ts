@@ -2,15 +2,19 @@
  * What the request handlers are given: the engine's data (EngineState) and the services
  * daemon.ts builds on it. A handler reaches a service only through here.
  */
-import { OwnedWork } from "./orchestration/owners.js";
+import type { AgentService } from "./agents/agent-service.js";
+import { OwnedWork } from "./agents/owners.js";
 import type { GroupService } from "./orchestration/groups/group-service.js";
 import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";
 import type { QueueService } from "./orchestration/queue/queue-service.js";
 import type { StatusWatch } from "./status-watch.js";
+import type { WorktreeService } from "./worktrees/worktree-service.js";
 
 export interface EngineServices {
   state: EngineState;
+  agents: AgentService;
+  worktrees: WorktreeService;
   statusWatch: StatusWatch;
   plans: PlanService;
   groups: GroupService;
@@ -18,6 +22,6 @@ export interface EngineServices {
 }
 
 /** Who owns what in a project now (tickets in flight, groups not finished, running plans): asked by `pu clean` and `pu kill`. */
-export function ownedWorkIn(services: EngineServices, root: string): OwnedWork {
+export function ownedWorkIn(services: Pick<EngineServices, "queue" | "groups" | "plans">, root: string): OwnedWork {
   return OwnedWork.of([services.queue, services.groups, services.plans], root);
 }

@@ -6,7 +6,7 @@ import { ManifestStore } from "@pu/core/manifest-store";
 import { manifestPath } from "@pu/core/paths";
 import type { NoticeEvent } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
-import type { LiveAgent } from "./agents/live-agent.js";
+import type { LiveAgent } from "./session/live-agent.js";
 import type { DaemonLog } from "./daemon-log.js";
 import { EngineEvents } from "./engine-events.js";
 import type { ProjectRegistry } from "./projects.js";

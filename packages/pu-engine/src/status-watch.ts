@@ -2,7 +2,7 @@ import { findAgent, type AgentEntry, type AgentStatus, type Manifest } from "@pu
 import { isAlive, type WaitingReason } from "@pu/core/status";
 import type { AgentView, StatusEvent, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
-import { sessionReadiness, type LiveAgent, type SessionReadiness } from "./agents/live-agent.js";
+import { sessionReadiness, type LiveAgent, type SessionReadiness } from "./session/live-agent.js";
 import type { AgentStatusChange } from "./engine-events.js";
 import type { EngineState } from "./state.js";
 

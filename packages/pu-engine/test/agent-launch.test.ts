@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { builtinAgentTypes, type AgentTypeConfig } from "@pu/core/config";
 import { isPuError } from "@pu/core/errors";
 import { buildEnv, buildLaunch, deliverPrompt, hasShellSyntax, type Launch } from "../src/agents/launch-command.js";
-import { AgentSession } from "../src/agent-session.js";
+import { AgentSession } from "../src/session/agent-session.js";
 
 const FAKE_AGENT = fileURLToPath(new URL("./fixtures/fake-agent.mjs", import.meta.url));
 const SESSION = "550e8400-e29b-41d4-a716-446655440000";

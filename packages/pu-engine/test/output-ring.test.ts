@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { OutputRing } from "../src/output-ring.js";
+import { OutputRing } from "../src/session/output-ring.js";
 
 const text = (buf: Buffer) => buf.toString("latin1");
 

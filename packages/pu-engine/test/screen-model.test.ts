@@ -2,9 +2,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AgentSession } from "../src/agent-session.js";
-import { OutputRing } from "../src/output-ring.js";
-import { SCREEN_PARSE_MAX_BYTES, ScreenModel } from "../src/screen/screen-model.js";
+import { AgentSession } from "../src/session/agent-session.js";
+import { OutputRing } from "../src/session/output-ring.js";
+import { SCREEN_PARSE_MAX_BYTES, ScreenModel } from "../src/session/screen-model.js";
 
 const models: ScreenModel[] = [];
 /** The ring each model reads, as an agent's model reads its session's ring. */

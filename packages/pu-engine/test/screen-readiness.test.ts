@@ -4,8 +4,8 @@
 import { readFileSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { screenReadiness, type ScreenReadiness } from "@pu/core/screen-readiness";
-import { OutputRing } from "../src/output-ring.js";
-import { ScreenModel } from "../src/screen/screen-model.js";
+import { OutputRing } from "../src/session/output-ring.js";
+import { ScreenModel } from "../src/session/screen-model.js";
 
 const ESC = "\x1b";
 const CSI = `${ESC}[`;

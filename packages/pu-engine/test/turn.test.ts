@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectClient, type Client } from "@pu/ipc/client";
 import { socketPath } from "@pu/core/paths";
 import { launchAgent } from "../src/agents/launcher.js";
-import type { LiveAgent } from "../src/agents/live-agent.js";
+import type { LiveAgent } from "../src/session/live-agent.js";
 import { awaitAnswer, startTurn, turn } from "../src/agents/turn.js";
 import { startDaemon, type Daemon } from "../src/daemon.js";
 import { cleanupAll, daemonEnv, makeProject, makeTempHome, trackAgentPid } from "./helpers/daemon.js";

@@ -42,7 +42,13 @@ export interface ConnectionContext {
 }
 
 export type Handler<T extends RequestType> = (req: RequestOf<T>, ctx: ConnectionContext) => Promise<ResultOf<T>>;
+/** What a server may answer (a test server answers a few). */
 export type Handlers = { [T in RequestType]?: Handler<T> };
+/**
+ * One handler for every request type but `hello` (the server answers the handshake itself):
+ * the daemon's table, so a forgotten handler does not compile.
+ */
+export type HandlerTable = { [T in Exclude<RequestType, "hello">]: Handler<T> };
 export type LogFn = (event: string, fields: Record<string, unknown>) => void;
 
 export interface ServerOptions {

@@ -5,7 +5,7 @@
 import { PuError } from "@pu/core/errors";
 import { findAgent, listAgents, type AgentEntry } from "@pu/core/manifest";
 import { nowIso, type EngineState } from "../state.js";
-import type { LiveAgent, SessionPlacement } from "./live-agent.js";
+import type { LiveAgent, SessionPlacement } from "../session/live-agent.js";
 
 /**
  * Takes ownership of a freshly started session: it becomes visible to logs/attach/status,

@@ -1,6 +1,6 @@
 /** Stopping agents: the one kill escalation kill, suspend, clean and shutdown share. */
 import { isPuError, PuError } from "@pu/core/errors";
-import type { FinishedBy, LiveAgent, StopIntent } from "./live-agent.js";
+import type { FinishedBy, LiveAgent, StopIntent } from "../session/live-agent.js";
 
 /** SIGTERM → this long → SIGKILL. */
 const KILL_GRACE_MS = 5000;

@@ -12,7 +12,7 @@
 import { submitPauseMs } from "@pu/core/agent-types";
 import { deliverPrompt, type DeliverPromptOptions } from "./launch-command.js";
 import type { EngineState } from "../state.js";
-import { sessionStatus, type LiveAgent } from "./live-agent.js";
+import { sessionStatus, type LiveAgent } from "../session/live-agent.js";
 
 /** After output, it must be quiet this long before "is it waiting?" is asked. */
 const REPLY_SETTLE_MS = 150;

@@ -1,6 +1,6 @@
 import { PuError } from "@pu/core/errors";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { sessionReadiness } from "../agents/live-agent.js";
+import { sessionReadiness } from "../session/live-agent.js";
 import { requireSession } from "../agents/registry.js";
 import type { EngineState } from "../state.js";
 

@@ -1,5 +1,5 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { bindTrigger, loadAgentTrigger, triggerBinding } from "../workflows/definitions.js";
+import { bindTrigger, loadAgentTrigger, triggerBinding } from "../automation/definitions.js";
 import { agentIn, type EngineState } from "../state.js";
 
 /** Binds a trigger to an existing agent (replacing any binding), starting at its first action. */

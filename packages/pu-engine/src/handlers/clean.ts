@@ -1,14 +1,15 @@
 import type { CleanResult, RequestOf } from "@pu/ipc/protocol";
-import { cleanWorktrees } from "../git/clean-worktrees.js";
 import { ownedWorkIn, type EngineServices } from "../services.js";
 
-export async function handleClean(services: EngineServices, req: RequestOf<"clean">): Promise<CleanResult> {
-  const root = await services.state.project(req.projectRoot);
-  return cleanWorktrees(services.state, root, {
+export type CleanContext = Pick<EngineServices, "state" | "worktrees" | "queue" | "groups" | "plans">;
+
+export async function handleClean(ctx: CleanContext, req: RequestOf<"clean">): Promise<CleanResult> {
+  const root = await ctx.state.project(req.projectRoot);
+  return ctx.worktrees.clean(root, {
     ...(req.worktreeId !== undefined ? { worktreeIds: [req.worktreeId] } : {}),
     ...(req.all !== undefined ? { all: req.all } : {}),
     ...(req.force !== undefined ? { force: req.force } : {}),
     ...(req.callerAgentId !== undefined ? { callerAgentId: req.callerAgentId } : {}),
-    owners: () => ownedWorkIn(services, root),
+    owners: () => ownedWorkIn(ctx, root),
   });
 }

@@ -1,6 +1,6 @@
 import { deleteDefinition } from "@pu/core/definitions";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { definitionScopes } from "../workflows/definitions.js";
+import { definitionScopes } from "../automation/definitions.js";
 import type { EngineState } from "../state.js";
 
 export async function handleDefinitionDelete(

@@ -1,6 +1,6 @@
 import { loadDefinition } from "@pu/core/definitions";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { definitionScopes } from "../workflows/definitions.js";
+import { definitionScopes } from "../automation/definitions.js";
 import type { EngineState } from "../state.js";
 
 /** The definition `loadDefinition` would use (local wins), as stored and as parsed. */

@@ -1,7 +1,7 @@
 import { listDefinitions } from "@pu/core/definitions";
 import type { DefinitionSummary, RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { definitionScopes } from "../workflows/definitions.js";
-import { scheduleDetails } from "../workflows/schedules.js";
+import { definitionScopes } from "../automation/definitions.js";
+import { scheduleDetails } from "../automation/schedules.js";
 import type { EngineState } from "../state.js";
 
 /** Local definitions first, then global ones not hidden by a local file; schedules carry their timing. */

@@ -1,7 +1,7 @@
 import { loadDefinition, saveDefinition } from "@pu/core/definitions";
 import { definitionTrustItem, isTrustedKind } from "@pu/core/trust";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { definitionScopes } from "../workflows/definitions.js";
+import { definitionScopes } from "../automation/definitions.js";
 import type { EngineState } from "../state.js";
 
 /** Validates, then writes atomically; refuses to replace an existing file unless `overwrite`. */

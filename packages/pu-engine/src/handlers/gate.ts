@@ -1,5 +1,5 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { runHookGates } from "../workflows/hook-gates.js";
+import { runHookGates } from "../automation/hook-gates.js";
 import type { EngineState } from "../state.js";
 
 /** `pu gate pre-commit|pre-push` from a git hook: every matching trigger's gates, run in `cwd`. */

@@ -1,7 +1,7 @@
 import type { LogsResult, RequestOf, ScreenView } from "@pu/ipc/protocol";
 import { requireSession } from "../agents/registry.js";
 import type { EngineState } from "../state.js";
-import type { ScreenModel } from "../screen/screen-model.js";
+import type { ScreenModel } from "../session/screen-model.js";
 
 /** The output the daemon still holds for an agent: raw bytes as the PTY wrote them, or the rendered screen. */
 export async function handleLogs(state: EngineState, req: RequestOf<"logs">): Promise<LogsResult> {

@@ -1,8 +1,9 @@
 import type { MergeResult, RequestOf } from "@pu/ipc/protocol";
-import { mergeRecordedWorktree } from "../git/merge-recorded.js";
-import type { EngineState } from "../state.js";
+import type { EngineServices } from "../services.js";
 
-export async function handleMerge(state: EngineState, req: RequestOf<"merge">): Promise<MergeResult> {
-  const root = await state.project(req.projectRoot);
-  return mergeRecordedWorktree(state, root, { worktreeId: req.worktreeId, strategy: req.strategy, ...(req.message !== undefined ? { message: req.message } : {}) });
+export type MergeContext = Pick<EngineServices, "state" | "worktrees">;
+
+export async function handleMerge(ctx: MergeContext, req: RequestOf<"merge">): Promise<MergeResult> {
+  const root = await ctx.state.project(req.projectRoot);
+  return ctx.worktrees.merge(root, { worktreeId: req.worktreeId, strategy: req.strategy, ...(req.message !== undefined ? { message: req.message } : {}) });
 }

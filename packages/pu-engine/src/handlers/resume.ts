@@ -1,10 +1,10 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { resumeAgent } from "../agents/launcher.js";
-import { refuseWhileStopping, type EngineState } from "../state.js";
+import type { EngineServices } from "../services.js";
+
+export type ResumeContext = Pick<EngineServices, "state" | "agents">;
 
 /** `pu play`: restarts a suspended agent with its type's resume command, in the same directory. */
-export async function handleResume(state: EngineState, req: RequestOf<"resume">): Promise<ResultOf<"resume">> {
-  refuseWhileStopping(state);
-  const root = await state.project(req.projectRoot);
-  return { agent: await resumeAgent(state, root, req.agentId) };
+export async function handleResume(ctx: ResumeContext, req: RequestOf<"resume">): Promise<ResultOf<"resume">> {
+  const root = await ctx.state.project(req.projectRoot);
+  return { agent: await ctx.agents.resume(root, req.agentId) };
 }

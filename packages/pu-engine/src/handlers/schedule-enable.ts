@@ -1,5 +1,5 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { setScheduleEnabled } from "../workflows/schedules.js";
+import { setScheduleEnabled } from "../automation/schedules.js";
 import type { EngineState } from "../state.js";
 
 /** Toggles `enabled` in the project's schedule file (other keys and comments kept) and re-arms the timer. */

@@ -1,6 +1,6 @@
 import type { RequestOf, SpawnResult } from "@pu/ipc/protocol";
 import { refuseWhileStopping, type EngineState } from "../state.js";
-import { spawnAgent } from "../workflows/spawn.js";
+import { spawnAgent } from "../automation/spawn.js";
 
 /** `queuePaused`: a person's spawn still runs while the queue is paused, and is told so. */
 export async function handleSpawn(state: EngineState, req: RequestOf<"spawn">, queuePaused = false): Promise<SpawnResult> {

@@ -1,7 +1,7 @@
 import { findAgent } from "@pu/core/manifest";
 import { PuError } from "@pu/core/errors";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import { readGateRuns } from "../workflows/gates.js";
+import { readGateRuns } from "../gates/gates.js";
 import type { EngineState } from "../state.js";
 
 /** Every recorded gate run of an agent (the file keeps the last 200), oldest first. */

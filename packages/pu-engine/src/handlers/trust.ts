@@ -1,6 +1,6 @@
 import { projectTrustItems } from "@pu/core/trust";
 import type { RequestOf, TrustResult } from "@pu/ipc/protocol";
-import { definitionScopes } from "../workflows/definitions.js";
+import { definitionScopes } from "../automation/definitions.js";
 import type { EngineState } from "../state.js";
 
 /** Shows what the project's `.pu/` can run and (unless `showOnly`) trusts all of it as it is now. */

@@ -23,14 +23,14 @@ import {
   type MemberResult,
 } from "@pu/core/group";
 import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
-import type { LiveAgent } from "../../agents/live-agent.js";
+import type { LiveAgent } from "../../session/live-agent.js";
 import { stopAgents, markFinished } from "../../agents/stop.js";
 import { awaitAnswer, turn, type TurnResult } from "../../agents/turn.js";
 import { commitAllChanges } from "../../git/commit.js";
 import { diffWorktree } from "../../git/diff.js";
 import { pathWithPuCli } from "../../pu-cli-path.js";
 import { nowIso, type EngineState } from "../../state.js";
-import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../workflows/gates.js";
+import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/gates.js";
 import type { LaunchSlots, SlotRequest } from "../launch-slots.js";
 import type { OperatorStateStore } from "../queue/state-store.js";
 import { groupDir, judgeInputFile, memberOutputFile, verdictFile } from "./group-files.js";

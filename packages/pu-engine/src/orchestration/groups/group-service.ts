@@ -24,14 +24,14 @@ import {
 import { agentTypeTrustItem } from "@pu/core/trust";
 import type { GroupMemberView, GroupView, GroupsResults } from "@pu/ipc/protocol";
 import { agentTypeOrThrow, requireAgentProgram } from "../../agents/launcher.js";
-import { cleanWorktrees } from "../../git/clean-worktrees.js";
+import { cleanWorktrees } from "../../worktrees/clean-worktrees.js";
 import { diffWorktree } from "../../git/diff.js";
-import { mergeRecordedWorktree } from "../../git/merge-recorded.js";
+import { mergeRecordedWorktree } from "../../worktrees/merge-recorded.js";
 import { requireBaseRef } from "../../git/worktree.js";
 import { currentBranch } from "../../git/runner.js";
 import { nowIso, type EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
-import type { WorkOwner } from "../owners.js";
+import type { WorkOwner } from "../../agents/owners.js";
 import type { OperatorStateStore } from "../queue/state-store.js";
 import { GroupDriver } from "./group-driver.js";
 import { groupDir } from "./group-files.js";

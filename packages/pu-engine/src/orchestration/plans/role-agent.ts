@@ -11,7 +11,7 @@ import { planSettingsTrustItem, templateTrustItem, type TrustItem } from "@pu/co
 import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
 import { stopAgents, stopFinishedAgents } from "../../agents/stop.js";
 import { turn, type TurnResult } from "../../agents/turn.js";
-import { definitionScopes } from "../../workflows/definitions.js";
+import { definitionScopes } from "../../automation/definitions.js";
 import { pathWithPuCli } from "../../pu-cli-path.js";
 import type { EngineState } from "../../state.js";
 

@@ -11,7 +11,7 @@ import type { HookEvent } from "../git/hooks.js";
 import { gitTopLevel } from "../git/runner.js";
 import type { EngineState } from "../state.js";
 import { definitionScopes } from "./definitions.js";
-import { appendGateRun, runGate, toGateRun } from "./gates.js";
+import { appendGateRun, runGate, toGateRun } from "../gates/gates.js";
 
 /** Agent id under which git-hook gate runs are recorded (`.pu/gates/hook-<event>.jsonl`). */
 const HOOK_RECORD_AGENT = "hook";

@@ -5,7 +5,7 @@
 import type { AgentStatus } from "@pu/core/manifest";
 import { agentReadiness, type TurnSignal } from "@pu/core/agent-readiness";
 import type { WaitingReason } from "@pu/core/status";
-import type { AgentSession } from "../agent-session.js";
+import type { AgentSession } from "./agent-session.js";
 
 /** Why the daemon itself is stopping an agent; decides what its exit is recorded as. */
 export type StopIntent = "kill" | "suspend" | "shutdown" | "clean";

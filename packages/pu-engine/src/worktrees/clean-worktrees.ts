@@ -4,11 +4,11 @@ import { PuError } from "@pu/core/errors";
 import { isAlive } from "@pu/core/status";
 import { worktreesDir } from "@pu/core/paths";
 import type { CleanResult } from "@pu/ipc/protocol";
-import type { LiveAgent } from "../agents/live-agent.js";
-import { ownedNote, type OwnedWork } from "../orchestration/owners.js";
+import type { LiveAgent } from "../session/live-agent.js";
+import { ownedNote, type OwnedWork } from "../agents/owners.js";
 import { dropSession } from "../agents/registry.js";
 import { stopAgents } from "../agents/stop.js";
-import { describeWorkAtRisk, removeWorktree, workAtRisk, type WorkAtRisk } from "./worktree.js";
+import { describeWorkAtRisk, removeWorktree, workAtRisk, type WorkAtRisk } from "../git/worktree.js";
 import { nowIso, worktreeIn, type EngineState } from "../state.js";
 
 const NOTHING_AT_RISK: WorkAtRisk = { uncommittedFiles: [], unmergedCommits: 0 };

@@ -10,15 +10,15 @@
 import { readSync, statSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import * as pty from "node-pty";
 import { ActivityTracker } from "@pu/core/activity";
 import { PuError } from "@pu/core/errors";
 import { OutputRing, DEFAULT_RING_BYTES } from "./output-ring.js";
 import { findExecutable } from "@pu/core/executables";
-import { killProcessGroup, killProcessTree, waitForGroupGone } from "./process-info.js";
+import { killProcessGroup, killProcessTree, waitForGroupGone } from "../process-info.js";
 
 const CARRIAGE_RETURN = 0x0d;
-import { ScreenModel } from "./screen/screen-model.js";
+import { ScreenModel } from "./screen-model.js";
+import { ptyReadSide, spawnNodePty, type PtyProcess, type SpawnPty } from "./pty.js";
 
 export interface SpawnOptions {
   agentId: string;
@@ -29,6 +29,8 @@ export interface SpawnOptions {
   cols?: number;
   rows?: number;
   ringBytes?: number;
+  /** Where the terminal comes from: node-pty unless a test gives its own. */
+  spawnPty?: SpawnPty;
 }
 
 /** Where a viewer's bytes go: typically one attached client connection. */
@@ -117,7 +119,7 @@ export class AgentSession {
   private readonly tailGuarded: boolean;
 
   private constructor(
-    private readonly term: pty.IPty,
+    private readonly term: PtyProcess,
     agentId: string,
     cols: number,
     rows: number,
@@ -144,17 +146,9 @@ export class AgentSession {
     const cols = clampSize(opts.cols ?? 120);
     const rows = clampSize(opts.rows ?? 40);
     checkSpawnable(opts.file, opts.cwd, opts.env);
-    let term: pty.IPty;
+    let term: PtyProcess;
     try {
-      term = pty.spawn(opts.file, opts.args, {
-        name: opts.env.TERM ?? "xterm-256color",
-        cols,
-        rows,
-        cwd: opts.cwd,
-        env: opts.env,
-        // Raw bytes in and out: no decode/re-encode, and split UTF-8 sequences stay intact.
-        encoding: null,
-      } as pty.IPtyForkOptions);
+      term = (opts.spawnPty ?? spawnNodePty)(opts.file, opts.args, { name: opts.env.TERM ?? "xterm-256color", cols, rows, cwd: opts.cwd, env: opts.env });
     } catch (err) {
       throw new PuError("SPAWN_FAILED", `cannot start ${opts.file}: ${(err as Error).message}`, { cause: err });
     }
@@ -407,12 +401,10 @@ export class AgentSession {
    * Returns false when node-pty's internals are not as expected (the tail is then
    * only waited for, as best effort, in handleExit).
    */
-  private guardPtyTail(term: pty.IPty): boolean {
-    const internals = term as unknown as { _socket?: Partial<PtyReadStream>; fd?: unknown };
-    const socket = internals._socket;
-    const fd = internals.fd;
-    if (!socket || typeof socket.destroy !== "function" || typeof fd !== "number") return false;
-    const stream = socket as PtyReadStream;
+  private guardPtyTail(term: PtyProcess): boolean {
+    const readSide = ptyReadSide(term);
+    if (!readSide) return false;
+    const { stream, fd } = readSide;
     const destroy = stream.destroy.bind(stream);
     let cancelHold: (() => void) | undefined;
     const close = (args: unknown[]): unknown => {
@@ -593,12 +585,6 @@ class RingViewer implements Viewer {
 }
 
 /** The part of node-pty's read stream over the PTY (a tty.ReadStream) that guardPtyTail relies on. */
-interface PtyReadStream {
-  destroy: (...args: unknown[]) => unknown;
-  readonly destroyed: boolean;
-  readonly readableEnded: boolean;
-}
-
 function safely(fn: () => void): void {
   try {
     fn();

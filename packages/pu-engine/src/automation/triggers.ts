@@ -13,11 +13,11 @@ import { isPuError } from "@pu/core/errors";
 import { findAgent, type AgentEntry } from "@pu/core/manifest";
 import { renderShellCommand } from "@pu/core/template";
 import { triggerTrustItem } from "@pu/core/trust";
-import { sessionStatus, type LiveAgent } from "../agents/live-agent.js";
+import { sessionStatus, type LiveAgent } from "../session/live-agent.js";
 import { startTurn, type TurnResult } from "../agents/turn.js";
 import type { EngineState } from "../state.js";
 import { definitionScopes, triggerVarsOf } from "./definitions.js";
-import { appendGateRun, runGate, toGateRun, type GateOutcome } from "./gates.js";
+import { appendGateRun, runGate, toGateRun, type GateOutcome } from "../gates/gates.js";
 
 /** How much gate output a fix request quotes. */
 const FIX_REQUEST_OUTPUT_BYTES = 4 * 1024;

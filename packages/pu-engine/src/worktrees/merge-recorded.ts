@@ -5,8 +5,8 @@ import type { WorktreeStatus } from "@pu/core/manifest";
 import { worktreesDir } from "@pu/core/paths";
 import type { MergeResult } from "@pu/ipc/protocol";
 import { nowIso, worktreeIn, type EngineState } from "../state.js";
-import { mergeWorktree } from "./merge.js";
-import { currentBranch } from "./runner.js";
+import { mergeWorktree } from "../git/merge.js";
+import { currentBranch } from "../git/runner.js";
 
 export interface MergeRequest {
   worktreeId: string;
