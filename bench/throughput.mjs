@@ -32,9 +32,17 @@ const ROWS = 40;
 const SETTLE_MS = 300;
 const clock = () => performance.timeOrigin + performance.now();
 
-function writeBigFile(file, megabytes) {
-  // 80-byte printable lines: a PTY turns each \n into \r\n, the same for every host.
-  const line = "pu benchmark output line: the quick brown fox jumps over the lazy dog 0123456\n";
+/**
+ * The two line shapes every host is measured on: short lines (log-like output) and 1 KiB
+ * lines (minified or wide output). A PTY turns each \n into \r\n, the same for every host;
+ * the shape moves the direct reader's speed, so each shape has its own reference.
+ */
+const LINE_SHAPES = [
+  { id: "", name: "80-byte lines", line: "pu benchmark output line: the quick brown fox jumps over the lazy dog 0123456\n" },
+  { id: ".kib_lines", name: "1 KiB lines", line: `${"pu benchmark wide output 0123456789 abcdefghijklmnopqrstuvwxyz ".repeat(16).slice(0, 1023)}\n` },
+];
+
+function writeBigFile(file, megabytes, line) {
   const block = Buffer.from(line.repeat(Math.floor((1024 * 1024) / line.length)));
   const fd = openSync(file, "w");
   try {
@@ -186,11 +194,17 @@ async function viaTmux(dir, script, run) {
 }
 
 export async function run({ runs = 3, megabytes = 200 } = {}) {
+  const figures = [];
+  for (const shape of LINE_SHAPES) figures.push(...(await runShape(shape, { runs, megabytes })));
+  return figures;
+}
+
+async function runShape(shape, { runs, megabytes }) {
   const ws = await tempWorkspace("throughput");
   let daemon;
   try {
     const file = path.join(ws.dir, "big.txt");
-    const fileBytes = writeBigFile(file, megabytes);
+    const fileBytes = writeBigFile(file, megabytes, shape.line);
     const script = `read x; exec cat ${file}`;
     const pty = loadPty();
     daemon = await startDaemon(ws.home);
@@ -225,8 +239,8 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
       `daemon CPU per run (screen model included): ${daemonCpu.map((c) => `${c.toFixed(2)} s`).join("/")}`;
     return [
       figure({
-        id: "throughput.pu_vs_direct",
-        name: `Output throughput: cat ${megabytes} MiB via daemon (screen model on) → attached viewer`,
+        id: `throughput.pu_vs_direct${shape.id}`,
+        name: `Output throughput (${shape.name}): cat ${megabytes} MiB via daemon (screen model on) → attached viewer`,
         unit: "MB/s",
         value: pu,
         reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
@@ -236,8 +250,8 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
         notes: note,
       }),
       figure({
-        id: "throughput.cli_follow_vs_direct",
-        name: `Output throughput: same cat via daemon → \`pu logs --follow\` (the CLI) writing to a pipe`,
+        id: `throughput.cli_follow_vs_direct${shape.id}`,
+        name: `Output throughput (${shape.name}): same cat via daemon → \`pu logs --follow\` (the CLI) writing to a pipe`,
         unit: "MB/s",
         value: cli,
         reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
@@ -247,8 +261,8 @@ export async function run({ runs = 3, megabytes = 200 } = {}) {
         notes: "the pipe is drained by the bench process as fast as it can read",
       }),
       figure({
-        id: "throughput.tmux",
-        name: "Output throughput: same cat with tmux as host (pipe-pane -O → byte counter)",
+        id: `throughput.tmux${shape.id}`,
+        name: `Output throughput (${shape.name}): same cat with tmux as host (pipe-pane -O → byte counter)`,
         unit: "MB/s",
         value: tm,
         reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
