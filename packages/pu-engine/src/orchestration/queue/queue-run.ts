@@ -1,0 +1,84 @@
+/**
+ * What the queue's parts share about a ticket being worked: its run, the outcome of a step,
+ * and the small rules about reviews and decisions.
+ */
+import { access, realpath } from "node:fs/promises";
+import path from "node:path";
+import type { AgentState } from "@pu/core/operator-state";
+import type { Workflow } from "@pu/core/workflow";
+import type { LiveAgent } from "../../session/live-agent.js";
+
+/** Completed records kept in state.json (the newest). */
+export const COMPLETED_KEPT = 200;
+/** How much gate output a fix request quotes. */
+export const FIX_OUTPUT_BYTES = 2000;
+export const DEFAULT_HUNG_MINUTES = 30;
+
+/** `last_message` of a ticket that waits for `pu review approve|reject` without a review state (a gate out of retries). */
+export const NEEDS_DECISION = "needs a decision:";
+
+/** A review, or a gate out of retries: `pu review approve|reject` decides (a timeout notice is not asked a question). */
+export function waitsForDecision(agentState: AgentState): boolean {
+  return agentState.status === "awaiting_input" && (agentState.review_state != null || agentState.last_message?.startsWith(NEEDS_DECISION) === true);
+}
+
+export const REVIEW_STATES = { plan: "pending_plan", visual: "pending_visual", pr: "pending_pr_creation" } as const;
+
+export type Decision = { kind: "approve"; note?: string } | { kind: "reject"; reason: string; step?: string };
+
+export interface TicketRun {
+  root: string;
+  ticketId: string;
+  abort: AbortController;
+  workflow: Workflow;
+  live?: LiveAgent;
+  /** Set while the ticket waits for a person (`pu review approve|reject`). */
+  decide?: (decision: Decision) => void;
+  /** A decision that came before the ticket was waiting again (just after a restart). */
+  pending?: Decision;
+  finished?: boolean;
+}
+
+export interface WaitingSlotRequest {
+  root: string;
+  owner: string;
+  since: number;
+  grant: (release: () => void) => void;
+}
+
+export function runKey(root: string, ticketId: string): string {
+  return `${root}\0${ticketId}`;
+}
+
+export function stripTerminal(text: string): string {
+  return text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>]|\r/g, "");
+}
+
+export async function exists(file: string): Promise<boolean> {
+  try {
+    await access(file);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Where `file` really is when that is outside `dir` (a symlink out of the worktree); undefined when it is inside. */
+export async function resolvesOutside(dir: string, file: string): Promise<string | undefined> {
+  const [realDir, realFile] = await Promise.all([realpath(dir), realpath(file)]);
+  const relative = path.relative(realDir, realFile);
+  return relative === ".." || relative.startsWith(`..${path.sep}`) || path.isAbsolute(relative) ? realFile : undefined;
+}
+
+/** A ticket changed by hand while it was worked: nothing more of it is typed. */
+export function editedSinceTrusted(ticketId: string): StepOutcome {
+  return { kind: "failed", message: `ticket ${ticketId} was edited by hand since it was trusted, so none of it is typed any more; read it, run \`pu trust\` and queue it again` };
+}
+
+export type StepOutcome =
+  | { kind: "done"; note?: string }
+  | { kind: "reject"; reason: string; step?: string }
+  | { kind: "failed"; message: string }
+  | { kind: "stopped" };
+
+

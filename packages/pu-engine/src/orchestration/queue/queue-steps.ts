@@ -1,0 +1,473 @@
+/** The steps of a ticket: each one a turn of its agent (or a group), checked, reviewed, then the ticket finished. */
+import { createHash } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { loadConfig } from "@pu/core/config";
+import { PuError } from "@pu/core/errors";
+import { aggregatedText, isGroupFinished } from "@pu/core/group";
+import type { CompletedTicket } from "@pu/core/operator-state";
+import { puDir, worktreesDir } from "@pu/core/paths";
+import { renderTemplate } from "@pu/core/template";
+import { ticketTrustKey } from "@pu/core/trust";
+import { stepAgent, type WorkflowStep } from "@pu/core/workflow";
+import type { TicketView } from "@pu/ipc/protocol";
+import type { LiveAgent } from "../../session/live-agent.js";
+import { stopAgents, stopFinishedAgents } from "../../agents/stop.js";
+import { startTurn, type TurnResult } from "../../agents/turn.js";
+import { mergeWorktree } from "../../git/merge.js";
+import { nowIso } from "../../state.js";
+import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/gates.js";
+import { appendHistory, findTicket, moveTicket } from "./tickets.js";
+import { ticketStillTrusted } from "./ticket-trust.js";
+import { COMPLETED_KEPT, FIX_OUTPUT_BYTES, NEEDS_DECISION, REVIEW_STATES, runKey, stripTerminal, exists, resolvesOutside, editedSinceTrusted, type Decision, type TicketRun, type StepOutcome } from "./queue-run.js";
+import { QueueDispatch } from "./queue-dispatch.js";
+
+export abstract class QueueSteps extends QueueDispatch {
+  // ---- steps ---------------------------------------------------------------------------
+
+  /**
+   * Works the ticket from step `index`. `resumeState` (after a restart): the step was already
+   * typed; a pending review or awaiting_input waits for the person instead of re-running.
+   */
+  protected async drive(run: TicketRun, index: number, options: { awaitingDecision?: boolean } = {}): Promise<void> {
+    let i = index;
+    let extra: string | undefined;
+    let awaiting = options.awaitingDecision ?? false;
+    try {
+      while (i < run.workflow.steps.length) {
+        const step = run.workflow.steps[i] as WorkflowStep;
+        let outcome: StepOutcome;
+        if (awaiting) {
+          awaiting = false;
+          outcome = await this.waitForPerson(run, step, undefined, undefined);
+        } else if (step.type !== undefined) {
+          outcome = await this.runGroupStep(run, step, extra);
+        } else {
+          await this.ensureStepAgent(run, step);
+          outcome = await this.runStep(run, step, extra);
+        }
+        extra = undefined;
+        if (outcome.kind === "stopped") return;
+        if (outcome.kind === "failed") return await this.fail(run, outcome.message);
+        if (outcome.kind === "reject") {
+          const target = outcome.step === undefined ? i : run.workflow.steps.findIndex((s) => s.name === outcome.step);
+          i = target < 0 ? i : target;
+          extra = `Review: changes requested${outcome.step ? ` (back to step "${outcome.step}")` : ""}: ${outcome.reason}`;
+          continue;
+        }
+        await this.store.update(() => {
+          const a = this.agentStateOf(run);
+          if (a) a.completed_steps = [...new Set([...(a.completed_steps ?? []), step.name])];
+        });
+        await appendHistory(run.root, run.ticketId, { event: "step done", step: step.name, ...(outcome.note ? { note: outcome.note } : {}) });
+        i++;
+      }
+      await this.complete(run);
+    } catch (err) {
+      if (this.stopped || run.abort.signal.aborted) return;
+      await this.fail(run, (err as Error).message).catch((e: unknown) => this.state.log.event("ticket_fail_record_failed", { error: e }));
+    }
+  }
+
+  /** The step names an agent type other than the current one (or the agent is gone): a new agent in the ticket's worktree. */
+  protected async ensureStepAgent(run: TicketRun, step: WorkflowStep): Promise<void> {
+    const agentState = this.agentStateOf(run);
+    if (!agentState) throw new PuError("INVALID_STATE", `ticket ${run.ticketId} has no state`);
+    const config = await loadConfig(run.root);
+    const stats = this.store.state.project_llm_stats?.[run.root];
+    const ticket = await findTicket(run.root, run.ticketId);
+    const tool = stepAgent(step, ticket, stats?.preferred_tool, config.defaultAgent);
+    const model = step.model ?? ticket.model ?? agentState.llm_model ?? null;
+    const live = run.live;
+    const alive = live !== undefined && live.session.exitCode === null;
+    if (alive && live.agentType === tool && (step.model === undefined || step.model === agentState.llm_model)) return;
+    if (alive) {
+      this.finishedAgents.add(live.agentId);
+      await stopFinishedAgents([live], "queue");
+    }
+    const worktree = agentState.session_context_ref;
+    if (!worktree) throw new PuError("INVALID_STATE", `ticket ${run.ticketId} has no worktree to start step ${step.name} in`);
+    await this.launchFor(run, agentState, tool, model, { kind: "worktree", worktree });
+  }
+
+  protected async runStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome> {
+    const live = run.live;
+    if (!live) return { kind: "failed", message: `no agent for step ${step.name}` };
+    const ticket = await findTicket(run.root, run.ticketId);
+    // Each step types the ticket's text again: a hand edit since it was trusted must not reach the agent.
+    if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
+    await this.markStepStarted(run, step, live.agentId);
+    const vars = await this.stepVars(run, ticket, step);
+    const prompt = renderTemplate(step.prompt, vars).text.trimEnd();
+    let text = extra ? `${extra}\n\n${prompt}` : prompt;
+    for (let attempt = 0; ; attempt++) {
+      const answered = await this.stepTurn(run, live, step, text);
+      if (answered === "stopped") return { kind: "stopped" };
+      if (answered !== "waiting") return { kind: "failed", message: answered };
+      const problem = await this.checkStep(run, live, step, attempt);
+      if (problem === undefined) break;
+      if (attempt < step.max_retries) {
+        text = problem;
+        continue;
+      }
+      // Out of retries: a person decides (approve goes on, reject repeats the step).
+      return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name}: ${problem.split("\n")[0] ?? ""} (after ${attempt + 1} attempts)`);
+    }
+    if (step.review) return this.waitForPerson(run, step, REVIEW_STATES[step.review], `step ${step.name} waits for a ${step.review} review`);
+    return { kind: "done" };
+  }
+
+  protected async markStepStarted(run: TicketRun, step: WorkflowStep, agentId: string | undefined): Promise<void> {
+    await this.store.update(() => {
+      const a = this.agentStateOf(run);
+      if (!a) return;
+      a.current_step = step.name;
+      a.step_started_at = nowIso();
+      a.status = "running";
+      a.review_state = null;
+      a.last_message = null;
+      a.last_activity = nowIso();
+    });
+    this.state.log.event("ticket_step", { projectRoot: run.root, ticketId: run.ticketId, step: step.name, agentId });
+    this.state.events.emit("ticket_changed", { projectRoot: run.root, ticketId: run.ticketId, kind: "step_started", step: step.name, ...(agentId !== undefined ? { agentId } : {}) });
+  }
+
+  /** A step prompt's variables: the ticket's own, and the last group step's aggregated output. */
+  protected async stepVars(run: TicketRun, ticket: TicketView, step: WorkflowStep): Promise<Record<string, string>> {
+    const groupOutput = await readFile(this.groupOutputFile(run.root, run.ticketId), "utf8").catch(() => "");
+    return {
+      ...ticket.vars,
+      TICKET_ID: ticket.id,
+      TITLE: ticket.title,
+      DESCRIPTION: ticket.description.trimEnd(),
+      STEP: step.name,
+      OUTPUT_FILE: this.outputFile(run.root, run.ticketId),
+      GROUP_OUTPUT: groupOutput.trimEnd(),
+    };
+  }
+
+  protected groupOutputFile(root: string, ticketId: string): string {
+    return path.join(puDir(root), "tickets", "output", `${ticketId}.group.md`);
+  }
+
+  /**
+   * A group step: the ticket's agent stops (its slot goes to the members), the group runs, and
+   * the ticket goes on with the group's aggregated output (GROUP_OUTPUT in the next prompts).
+   * A group that fails waits for `pu review approve|reject`, like a gate out of retries.
+   */
+  protected async runGroupStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome> {
+    const groups = this.groups;
+    if (!groups || step.type === undefined) return { kind: "failed", message: `step ${step.name}: multi-agent groups are not running in this daemon` };
+    const ticket = await findTicket(run.root, run.ticketId);
+    if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
+    const agentState = this.agentStateOf(run);
+    if (!agentState) return { kind: "failed", message: `ticket ${run.ticketId} has no state` };
+    await this.markStepStarted(run, step, undefined);
+    const live = run.live;
+    if (live && live.session.exitCode === null) {
+      this.finishedAgents.add(live.agentId);
+      await stopFinishedAgents([live], "queue");
+    }
+    const giveBack = this.lendSlot(run.root, run.ticketId);
+    try {
+      let group = groups.openGroupOfStep(run.root, run.ticketId, step.name);
+      if (!group) {
+        // Each member has its own output file: {{OUTPUT_FILE}} names it through the member's environment.
+        const vars = { ...(await this.stepVars(run, ticket, step)), OUTPUT_FILE: "$PU_OUTPUT_FILE" };
+        const config = await loadConfig(run.root);
+        const stats = this.store.state.project_llm_stats?.[run.root];
+        const single = stepAgent(step, ticket, stats?.preferred_tool, config.defaultAgent);
+        const model = step.model ?? ticket.model;
+        const shared = renderTemplate(step.prompt, vars).text.trimEnd();
+        group = await groups.create({
+          root: run.root,
+          kind: step.type,
+          delegators: step.agents ?? [model ? `${single}:${model}` : single],
+          sharedPrompt: extra ? `${extra}\n\n${shared}` : shared,
+          prompts: (step.prompts ?? []).map((p) => renderTemplate(p, vars).text.trimEnd()),
+          ...(step.aggregate !== undefined ? { aggregate: step.aggregate } : {}),
+          ...(step.join !== undefined ? { join: step.join } : {}),
+          ...(step.quorum !== undefined ? { quorum: step.quorum } : {}),
+          ...(step.gate !== undefined ? { gate: step.gate, maxRetries: step.max_retries } : {}),
+          ...(step.timeout_minutes !== undefined ? { timeoutMinutes: step.timeout_minutes } : {}),
+          ...(step.judge !== undefined ? { judge: step.judge } : {}),
+          ...(step.read_only && agentState.session_context_ref ? { sharedWorktree: agentState.session_context_ref } : {}),
+          ticketId: run.ticketId,
+          stepName: step.name,
+        });
+        await appendHistory(run.root, run.ticketId, { event: "group started", step: step.name, note: group.group_id });
+      }
+      const aborted = new Promise<undefined>((resolve) => {
+        if (run.abort.signal.aborted) resolve(undefined);
+        else run.abort.signal.addEventListener("abort", () => resolve(undefined), { once: true });
+      });
+      const ended = await Promise.race([groups.ended(group), aborted]);
+      if (ended === undefined) {
+        // The ticket was cancelled (not the daemon stopping): its group stops too.
+        if (!this.stopped && !this.state.stopping && !isGroupFinished(group)) await groups.cancel(run.root, group.group_id).catch(() => undefined);
+        return { kind: "stopped" };
+      }
+      if (ended.phase === "complete") {
+        const text = aggregatedText(ended) ?? "";
+        const file = this.groupOutputFile(run.root, run.ticketId);
+        await mkdir(path.dirname(file), { recursive: true });
+        await writeFile(file, `${text}\n`);
+        return { kind: "done", note: `group ${ended.group_id} complete${typeof ended.aggregated_output?.winner === "string" ? `, winner ${ended.aggregated_output.winner}` : ""}` };
+      }
+      const why = (ended.failure_reasons ?? [])[0] ?? ended.phase;
+      return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name}: group ${ended.group_id} ${ended.phase}: ${why}`);
+    } finally {
+      giveBack();
+    }
+  }
+
+  /**
+   * One turn for the step. A timeout (or a screen that has not changed for hungAfterMinutes
+   * while the agent is busy) marks the ticket awaiting_input once; the turn goes on, nothing is killed.
+   */
+  protected async stepTurn(run: TicketRun, live: LiveAgent, step: WorkflowStep, text: string): Promise<"waiting" | "stopped" | string> {
+    const { hungAfterMinutes } = await this.projectSettings(run.root);
+    const started = startTurn(this.state, live, text, { signal: run.abort.signal });
+    let flagged = false;
+    const flag = (message: string) => {
+      if (flagged) return;
+      flagged = true;
+      void this.markAwaiting(run, null, message).catch(() => undefined);
+    };
+    let lastOutput = Date.now();
+    let hungTimer: NodeJS.Timeout | undefined;
+    const hungMs = hungAfterMinutes * 60_000;
+    const armHung = () => {
+      clearTimeout(hungTimer);
+      hungTimer = setTimeout(() => {
+        if (Date.now() - lastOutput >= hungMs) flag(`the agent's screen has not changed for ${hungAfterMinutes} min while it is busy (step ${step.name})`);
+        else armHung();
+      }, Math.min(hungMs, 2 ** 31 - 1));
+    };
+    // The rendered screen, not raw output: a TUI redrawing the same frame is as stuck as a silent one.
+    const offOutput = live.session.screen.onChange(() => {
+      lastOutput = Date.now();
+    });
+    armHung();
+    const stepTimer =
+      step.timeout_minutes !== undefined
+        ? setTimeout(() => flag(`step ${step.name} timed out after ${step.timeout_minutes} min; the agent is still working`), step.timeout_minutes * 60_000)
+        : undefined;
+    let result: TurnResult;
+    try {
+      result = await started.done;
+    } finally {
+      clearTimeout(stepTimer);
+      clearTimeout(hungTimer);
+      offOutput();
+    }
+    // Cancelled or shutting down: whatever the turn saw (an exit, most likely) is not the agent's doing.
+    if (result.outcome === "aborted" || run.abort.signal.aborted || this.stopped || this.state.stopping) return "stopped";
+    if (flagged && result.outcome === "waiting") {
+      await this.store.update(() => {
+        const a = this.agentStateOf(run);
+        if (a && a.review_state == null) {
+          a.status = "running";
+          a.last_message = null;
+        }
+      });
+    }
+    if (result.outcome === "waiting") {
+      await this.touch(run, live);
+      return "waiting";
+    }
+    return `the agent ${live.agentId} exited (code ${result.exitCode ?? "?"}) during step ${step.name}`;
+  }
+
+  /** Records activity and the screen's hash (change detection across restarts). */
+  protected async touch(run: TicketRun, live: LiveAgent): Promise<void> {
+    const tail = live.session.ring.tail(4096).data;
+    const hash = createHash("sha256").update(tail).digest("hex").slice(0, 16);
+    await this.store.update(() => {
+      const a = this.agentStateOf(run);
+      if (!a) return;
+      const now = nowIso();
+      a.last_activity = now;
+      a.paired = live.session.viewerCount > 0;
+      if (a.content_hash !== hash) a.last_content_change = now;
+      a.content_hash = hash;
+    });
+  }
+
+  /** The artifact and the gate; a text to type back when something is missing or failing. */
+  protected async checkStep(run: TicketRun, live: LiveAgent, step: WorkflowStep, attempt: number): Promise<string | undefined> {
+    if (step.artifact !== undefined) {
+      const file = path.resolve(live.cwd, step.artifact);
+      if (!(await exists(file))) {
+        return `The step "${step.name}" is done only when ${step.artifact} exists, and it does not yet. Please create it.`;
+      }
+      const outside = await resolvesOutside(live.cwd, file);
+      if (outside !== undefined) {
+        return `The step "${step.name}" is done only when ${step.artifact} is a file in your worktree; it leads to ${outside}, outside it. Please write the file itself there.`;
+      }
+    }
+    if (step.gate === undefined) return undefined;
+    const outcome = await runGate({
+      command: step.gate.run,
+      cwd: live.cwd,
+      timeoutSeconds: step.gate.timeout_seconds,
+      signal: run.abort.signal,
+      env: { PU_AGENT_ID: live.agentId, PU_PROJECT_ROOT: run.root, PU_TICKET_ID: run.ticketId, PU_STEP: step.name, PU_GATE_ATTEMPT: String(attempt + 1) },
+    });
+    const record = toGateRun(outcome, { agentId: live.agentId, triggerName: `workflow:${run.ticketId}:${step.name}`, seqIndex: 0, expectedExit: step.gate.expect_exit });
+    await appendGateRun(run.root, live.agentId, record).catch((err: unknown) => this.state.log.event("gate_record_failed", { error: err }));
+    this.state.log.event("ticket_gate", { projectRoot: run.root, ticketId: run.ticketId, step: step.name, passed: record.passed, exitCode: outcome.exitCode });
+    if (record.passed) return undefined;
+    return gateFixRequest(outcome, step.gate.expect_exit, attempt + 1, step.max_retries + 1, FIX_OUTPUT_BYTES);
+  }
+
+  protected async markAwaiting(run: TicketRun, reviewState: string | null, message: string | null): Promise<void> {
+    await this.store.update(() => {
+      const a = this.agentStateOf(run);
+      if (!a) return;
+      a.status = "awaiting_input";
+      if (reviewState !== null) a.review_state = reviewState;
+      if (message !== null) a.last_message = message;
+      a.last_activity = nowIso();
+    });
+    this.state.log.event("ticket_awaiting_input", { projectRoot: run.root, ticketId: run.ticketId, reviewState, message });
+    const a = this.agentStateOf(run);
+    this.state.events.emit("ticket_changed", {
+      projectRoot: run.root,
+      ticketId: run.ticketId,
+      kind: "awaiting_input",
+      ...(a?.current_step ? { step: a.current_step } : {}),
+      ...(a?.last_message ? { message: a.last_message } : {}),
+    });
+  }
+
+  /** The ticket waits for `pu review approve|reject` (persisted, so a restart waits again). */
+  protected async waitForPerson(run: TicketRun, step: WorkflowStep, reviewState: string | null | undefined, message: string | undefined): Promise<StepOutcome> {
+    // Ready for the decision before anyone can see the ticket waiting for it.
+    const decided = new Promise<Decision | undefined>((resolve) => {
+      if (run.pending) {
+        resolve(run.pending);
+        run.pending = undefined;
+        return;
+      }
+      run.decide = resolve;
+      const onAbort = () => resolve(undefined);
+      if (run.abort.signal.aborted) onAbort();
+      else run.abort.signal.addEventListener("abort", onAbort, { once: true });
+    });
+    if (reviewState !== undefined || message !== undefined) await this.markAwaiting(run, reviewState ?? null, message ?? null);
+    const decision = await decided;
+    run.decide = undefined;
+    if (decision === undefined) return { kind: "stopped" };
+    await this.store.update(() => {
+      const a = this.agentStateOf(run);
+      if (!a) return;
+      a.status = "running";
+      a.review_state = null;
+      a.last_message = null;
+    });
+    if (decision.kind === "approve") return { kind: "done", ...(decision.note !== undefined ? { note: decision.note } : {}) };
+    return { kind: "reject", reason: decision.reason, ...(decision.step !== undefined ? { step: decision.step } : {}) };
+  }
+
+  // ---- the end of a ticket -----------------------------------------------------------------
+
+  protected async complete(run: TicketRun): Promise<void> {
+    const ticket = await findTicket(run.root, run.ticketId);
+    let summary = "";
+    try {
+      summary = (await readFile(this.outputFile(run.root, run.ticketId), "utf8")).trim();
+    } catch {
+      // no output file: the agent's last screen lines
+    }
+    if (!summary && run.live) {
+      const tail = run.live.session.ring.tail(8192).data.toString("utf8");
+      summary = stripTerminal(tail).split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-10).join("\n");
+    }
+    let note: string | undefined;
+    if (run.workflow.finish === "merge") note = await this.mergeTicketWorktree(run);
+    if (note !== undefined && note.startsWith("merge failed")) return this.fail(run, note);
+    await this.finish(run, "done", summary.slice(0, 4000), Array.isArray(ticket.output_tickets) ? (ticket.output_tickets as string[]) : [], note);
+  }
+
+  protected async fail(run: TicketRun, message: string): Promise<void> {
+    this.state.log.event("ticket_failed", { projectRoot: run.root, ticketId: run.ticketId, message });
+    await this.finish(run, "failed", `failed: ${message}`, [], message);
+  }
+
+  /** Moves the ticket to done/, keeps a completed record, frees the slot (the worktree stays). */
+  protected async finish(run: TicketRun, outcome: "done" | "failed" | "cancelled", summary: string, outputTickets: string[], note?: string): Promise<void> {
+    // Once per ticket: a cancel racing the ticket's own end (or failure) must not record it twice.
+    if (run.finished) return;
+    run.finished = true;
+    const live = run.live;
+    if (live && live.session.exitCode === null) {
+      if (outcome === "done") {
+        this.finishedAgents.add(live.agentId);
+        await stopFinishedAgents([live], "queue");
+      } else {
+        await stopAgents([live], "kill");
+      }
+    }
+    const agentState = this.agentStateOf(run);
+    const record: CompletedTicket = {
+      ticket_id: run.ticketId,
+      ticket_type: agentState?.ticket_type ?? run.ticketId.split("-")[0] ?? "",
+      project: run.root,
+      summary,
+      completed_at: nowIso(),
+      pr_url: null,
+      output_tickets: outputTickets,
+    };
+    await this.store.update((s) => {
+      s.agents = s.agents.filter((a) => a !== agentState);
+      s.completed = [...s.completed, record].slice(-COMPLETED_KEPT);
+    });
+    // After the record: a crash in between leaves an in-progress ticket with a completed record,
+    // which the next start moves on to done/ (see settleUntracked).
+    await moveTicket(run.root, run.ticketId, "in-progress", "done").catch((err: unknown) =>
+      this.state.log.event("ticket_move_failed", { projectRoot: run.root, ticketId: run.ticketId, error: err }),
+    );
+    await appendHistory(run.root, run.ticketId, { event: outcome, ...(note !== undefined ? { note } : {}) }).catch(() => undefined);
+    this.runs.delete(runKey(run.root, run.ticketId));
+    await this.forgetTrust(run.root, run.ticketId);
+    this.state.log.event("queue_slot_freed", { projectRoot: run.root, ticketId: run.ticketId, outcome, used: this.store.state.agents.length });
+    this.state.events.emit("ticket_changed", { projectRoot: run.root, ticketId: run.ticketId, kind: outcome, ...(note !== undefined ? { message: note } : {}) });
+    this.kick("slot freed");
+  }
+
+  /** A ticket in done/ never runs again: its trust record goes (trust.json stays small). */
+  protected async forgetTrust(root: string, ticketId: string): Promise<void> {
+    await this.state.trust.forget(root, [ticketTrustKey(ticketId)]).catch((err: unknown) => this.state.log.event("trust_forget_failed", { projectRoot: root, ticketId, error: err }));
+  }
+
+  protected async mergeTicketWorktree(run: TicketRun): Promise<string> {
+    const worktreeId = this.agentStateOf(run)?.session_context_ref;
+    if (!worktreeId) return "merge failed: the ticket has no worktree";
+    const m = await this.state.store.read(run.root);
+    const wt = m.worktrees[worktreeId];
+    if (!wt?.baseBranch) return "merge failed: the worktree has no base branch";
+    try {
+      const outcome = await mergeWorktree({
+        projectRoot: run.root,
+        path: wt.path,
+        branch: wt.branch,
+        baseBranch: wt.baseBranch,
+        strategy: "merge",
+        worktreesDir: worktreesDir(run.root),
+        ignoreUntracked: (await loadConfig(run.root)).envFiles,
+      });
+      await this.state.updateManifest(run.root, (fresh) => {
+        const entry = fresh.worktrees[worktreeId];
+        if (entry && !outcome.alreadyUpToDate) {
+          entry.status = "merged";
+          entry.mergedAt = nowIso();
+        }
+      });
+      return outcome.alreadyUpToDate ? "nothing to merge" : `merged into ${wt.baseBranch}`;
+    } catch (err) {
+      return `merge failed: ${(err as Error).message}`;
+    }
+  }
+
+}
