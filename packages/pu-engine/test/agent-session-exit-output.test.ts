@@ -6,7 +6,8 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { AgentSession, type ViewerSink } from "../src/session/agent-session.js";
+import { AgentSession } from "../src/session/agent-session.js";
+import type { ViewerSink } from "../src/session/ring-viewer.js";
 import { cleanupAll, makeProject, startTestDaemon, trackAgentPid, waitFor } from "./helpers/daemon.js";
 
 const RUNS = 12;

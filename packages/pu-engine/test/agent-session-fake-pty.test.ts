@@ -3,7 +3,8 @@
 // then live output to a viewer, the exit code — checked in-process in milliseconds, beside
 // the real-PTY tests in agent-session.test.ts.
 import { describe, expect, it } from "vitest";
-import { AgentSession, type ViewerSink } from "../src/session/agent-session.js";
+import { AgentSession } from "../src/session/agent-session.js";
+import type { ViewerSink } from "../src/session/ring-viewer.js";
 import type { PtyProcess, PtySpawnOptions, SpawnPty } from "../src/session/pty.js";
 
 /** A terminal in echo mode: what is typed comes back, Enter answers with a line and a prompt. */

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { isPuError } from "@pu/core/errors";
-import { AgentSession, type ViewerSink } from "../src/session/agent-session.js";
+import { AgentSession } from "../src/session/agent-session.js";
+import type { ViewerSink } from "../src/session/ring-viewer.js";
 import { isAlive } from "../src/process-info.js";
 
 const FAKE_AGENT = fileURLToPath(new URL("./fixtures/fake-agent.mjs", import.meta.url));

@@ -1,6 +1,6 @@
 import type { AttachResult, RequestOf } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
-import type { ViewerSink } from "../session/agent-session.js";
+import type { ViewerSink } from "../session/ring-viewer.js";
 import { requireSession } from "../agents/registry.js";
 import { noticeOnShutdown, type EngineState } from "../state.js";
 

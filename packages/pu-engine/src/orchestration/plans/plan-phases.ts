@@ -1,0 +1,351 @@
+/**
+ * One plan session's driver, its first half: the loop over the phases, what is recorded on
+ * the way, and the role agents of exploration and design. Execution and verification are
+ * PlanDriver's (plan-driver.ts). Every step starts from what is on disk, so a restarted
+ * daemon picks a session up where it was.
+ */
+import { promises as fs } from "node:fs";
+import { PuError } from "@pu/core/errors";
+import { loadConfig, type PlanConfig } from "@pu/core/config";
+import {
+  FINAL_PHASES,
+  parseExplorerHints,
+  type EvidenceLogEntry,
+  type Phase,
+  type Session,
+  type Task,
+} from "@pu/core/plan-files";
+import { OVERVIEW_EXPLORER_ID, explorationRelativePath, planBranch, type PlanLayout } from "@pu/core/plan-layout";
+import { formatProposalErrors, validateTaskProposals, withVerifyTask } from "@pu/core/task-graph";
+import type { LaunchedAgent } from "../../agents/launcher.js";
+import type { TurnResult } from "../../agents/turn.js";
+import type { EngineState } from "../../state.js";
+import type { LaunchSlots } from "../launch-slots.js";
+import type { WorkOwner } from "../../agents/owners.js";
+import { readPlan, updatePlan, type PlanFiles } from "./plan-store.js";
+import { nextTurn, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded } from "./role-agent.js";
+
+
+/** A worker the driver runs: which task, and where. */
+export interface RunningWorker {
+  taskId: string;
+  launched: LaunchedAgent;
+  /** Set by a failed `pu plan check` during the current attempt. */
+  failedChecks: string[];
+}
+
+const MAX_OUTPUT_IN_FEEDBACK = 1500;
+
+export function tail(text: string, max = MAX_OUTPUT_IN_FEEDBACK): string {
+  return text.length > max ? `…${text.slice(-max)}` : text;
+}
+
+export function logEntry(type: string, fields: Partial<EvidenceLogEntry>): EvidenceLogEntry {
+  return { timestamp: new Date().toISOString(), type, ...fields };
+}
+
+async function fileHasText(file: string): Promise<boolean> {
+  try {
+    return (await fs.readFile(file, "utf8")).trim().length > 0;
+  } catch {
+    return false;
+  }
+}
+
+/** Stops a driver's loop at its next step (cancel, daemon shutdown). */
+export class Stopped extends Error {}
+
+
+export abstract class PlanPhases {
+  protected readonly workers = new Map<string, RunningWorker>();
+  protected readonly roleAgents = new Set<string>();
+  protected running: Promise<void> | undefined;
+  protected wake: (() => void) | undefined;
+  stopped = false;
+
+  constructor(
+    protected readonly slots: LaunchSlots,
+    protected readonly state: EngineState,
+    readonly root: string,
+    readonly layout: PlanLayout,
+  ) {}
+
+  /** Starts (or nudges) the loop; one loop per session at a time. */
+  kick(): void {
+    if (this.stopped) return;
+    if (this.wake) {
+      const wake = this.wake;
+      this.wake = undefined;
+      wake();
+      return;
+    }
+    if (this.running) {
+      // Mid-loop: it may be about to stop for approval; go round once more when it does.
+      this.again = true;
+      return;
+    }
+    this.again = false;
+    this.running = this.drive()
+      .catch((error: unknown) => {
+        if (error instanceof Stopped) return;
+        this.state.log.event("plan_failed", { projectRoot: this.root, sessionId: this.layout.sessionId, error });
+        return this.finish("FAILED", `pu could not go on: ${(error as Error).message}`).catch(() => undefined);
+      })
+      .finally(() => {
+        this.running = undefined;
+        if (this.again) this.kick();
+      });
+  }
+
+  /** A kick arrived while the loop ran. */
+  protected again = false;
+
+  workerFor(taskId: string): RunningWorker | undefined {
+    return this.workers.get(taskId);
+  }
+
+  workerOf(agentId: string): RunningWorker | undefined {
+    for (const worker of this.workers.values()) if (worker.launched.agentId === agentId) return worker;
+    return undefined;
+  }
+
+  /** The agents (and workers' worktrees) this driver runs now; a role agent's worktree is found from the agent. */
+  ownedWork(): WorkOwner {
+    const workers = [...this.workers.values()];
+    return {
+      kind: "plan",
+      id: this.layout.sessionId,
+      // Role agents stay listed after they were stopped (finish stops them, the set is not cleared): only running ones count.
+      agentIds: [...[...this.roleAgents].filter((id) => this.state.isRunning(id)), ...workers.map((w) => w.launched.agentId)],
+      worktreeIds: workers.map((w) => w.launched.worktreeId).filter((id): id is string => id !== undefined),
+    };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await stopRoleAgents(this.state, [...this.roleAgents, ...[...this.workers.values()].map((w) => w.launched.agentId)]);
+  }
+
+  protected check(): void {
+    if (this.stopped || this.state.stopping) throw new Stopped();
+  }
+
+  protected update<T>(change: (files: PlanFiles) => T | Promise<T>): Promise<{ files: PlanFiles; result: T }> {
+    this.check();
+    return updatePlan(this.layout, change);
+  }
+
+  protected async log(type: string, fields: Partial<EvidenceLogEntry>): Promise<void> {
+    await this.update((files) => {
+      files.session.evidence_log.push(logEntry(type, fields));
+    });
+  }
+
+  protected async setPhase(phase: Phase, extra?: (session: Session) => void): Promise<void> {
+    await this.update((files) => {
+      files.session.phase = phase;
+      extra?.(files.session);
+      files.session.evidence_log.push(logEntry("phase", { status: phase, summary: `phase ${phase}` }));
+    });
+    this.state.events.emit("plan_phase", { projectRoot: this.root, sessionId: this.layout.sessionId, phase });
+  }
+
+  protected async finish(phase: "COMPLETE" | "FAILED", summary: string): Promise<void> {
+    await updatePlan(this.layout, (files) => {
+      if (FINAL_PHASES.includes(files.session.phase)) return;
+      files.session.phase = phase;
+      files.session.evidence_log.push(logEntry("phase", { status: phase, summary }));
+    });
+    this.state.events.emit("plan_phase", { projectRoot: this.root, sessionId: this.layout.sessionId, phase });
+    await stopRoleAgents(this.state, [...this.roleAgents]);
+  }
+
+  protected async config(): Promise<PlanConfig> {
+    return (await loadConfig(this.root)).plan;
+  }
+
+  protected async drive(): Promise<void> {
+    for (;;) {
+      this.check();
+      const { session } = await readPlan(this.layout);
+      if (FINAL_PHASES.includes(session.phase)) return;
+      if (session.phase === "EXPLORATION") {
+        await this.explore(session);
+        await this.setPhase("PLANNING");
+      } else if (session.phase === "PLANNING") {
+        const go = await this.plan();
+        if (!go) return; // waits for `pu plan approve` / `pu plan run`, which kick again
+        await this.setPhase("EXECUTION");
+      } else if (session.phase === "EXECUTION") {
+        const outcome = await this.execute();
+        if (outcome === "stuck") return;
+        const fresh = await readPlan(this.layout);
+        if (fresh.session.options.skip_verify) {
+          await this.finish("COMPLETE", `every task resolved (verification skipped); ${planBranch(this.layout.sessionId)} is ready for \`pu plan merge ${this.layout.sessionId}\``);
+          return;
+        }
+        await this.setPhase("VERIFICATION");
+      } else if (session.phase === "VERIFICATION") {
+        await this.verify();
+      }
+    }
+  }
+
+  // ---- roles ----------------------------------------------------------------------
+
+  /**
+   * Runs a role agent's first turn and then, while `problems()` finds something wrong, types
+   * the problems back (bounded retries). Returns the problems left (empty: done).
+   */
+  protected async roleTurns(
+    start: () => Promise<{ launched: LaunchedAgent; firstTurn: Promise<TurnResult> }>,
+    problems: (turn: TurnResult) => Promise<string[]>,
+    retries: number,
+  ): Promise<{ problems: string[]; launched: LaunchedAgent }> {
+    const { launched, firstTurn } = await start();
+    this.roleAgents.add(launched.agentId);
+    let result = await firstTurn;
+    for (let attempt = 0; ; attempt++) {
+      this.check();
+      const found = turnSucceeded(result) ? await problems(result) : [`the agent ${result.outcome === "exited" ? `exited (code ${result.exitCode ?? "?"})` : result.outcome} before finishing`];
+      if (found.length === 0 || attempt >= retries || result.outcome !== "waiting") return { problems: found, launched };
+      result = await nextTurn(this.state, launched, `pu: not done yet:\n${found.map((p) => `- ${p}`).join("\n")}\nPlease fix this and end your turn.`);
+    }
+  }
+
+  protected async explore(session: Session): Promise<void> {
+    const retries = (await this.config()).retries;
+    const overviewFile = this.layout.exploration(OVERVIEW_EXPLORER_ID);
+    await this.update((files) => {
+      files.session.exploration_stage = "overview";
+    });
+    if (!(await fileHasText(overviewFile))) {
+      const prompt = await rolePrompt(this.state, this.root, "explorer", {
+        GOAL: session.goal,
+        EXPLORER_ID: OVERVIEW_EXPLORER_ID,
+        HINT: "Survey the whole project: its layout, how it is built and tested, and what the goal touches.",
+        OUTPUT_FILE: overviewFile,
+        PLAN_DIR: this.layout.dir,
+      });
+      const { problems } = await this.roleTurns(
+        () => startRoleAgent(this.state, this.root, this.layout, { role: "explorer", explorerId: OVERVIEW_EXPLORER_ID }, prompt, { kind: "root" }),
+        async () => [
+          ...((await fileHasText(overviewFile)) ? [] : [`write your findings to ${overviewFile}`]),
+          ...(await this.hintProblems()),
+        ],
+        retries,
+      );
+      if (problems.length > 0) throw new PuError("INVALID_STATE", `the overview explorer did not finish: ${problems.join("; ")}`);
+    }
+    const hints = await this.readHints();
+    await this.update((files) => {
+      files.session.exploration_stage = hints.length > 0 ? "targeted" : "complete";
+      files.context.expected_explorers = [OVERVIEW_EXPLORER_ID, ...hints.map((h) => h.id)];
+    });
+    // Targeted explorers in parallel, under the plan's worker cap.
+    const maxWorkers = session.options.max_workers || Number.POSITIVE_INFINITY;
+    const pending = [...hints];
+    const failures: string[] = [];
+    const runOne = async (hint: { id: string; hint: string }): Promise<void> => {
+      const file = this.layout.exploration(hint.id);
+      if (await fileHasText(file)) return;
+      const prompt = await rolePrompt(this.state, this.root, "explorer", { GOAL: session.goal, EXPLORER_ID: hint.id, HINT: hint.hint, OUTPUT_FILE: file, PLAN_DIR: this.layout.dir });
+      const { problems } = await this.roleTurns(
+        () => startRoleAgent(this.state, this.root, this.layout, { role: "explorer", explorerId: hint.id }, prompt, { kind: "root" }),
+        async () => ((await fileHasText(file)) ? [] : [`write your findings to ${file}`]),
+        retries,
+      );
+      if (problems.length > 0) failures.push(`${hint.id}: ${problems.join("; ")}`);
+    };
+    const lanes = Array.from({ length: Math.min(maxWorkers, pending.length) }, async () => {
+      for (let hint = pending.shift(); hint; hint = pending.shift()) await runOne(hint);
+    });
+    await Promise.all(lanes);
+    if (failures.length > 0) throw new PuError("INVALID_STATE", `explorers did not finish: ${failures.join("; ")}`);
+    await this.update(async (files) => {
+      files.session.exploration_stage = "complete";
+      files.context.exploration_complete = true;
+      files.context.explorers = await Promise.all(
+        [OVERVIEW_EXPLORER_ID, ...hints.map((h) => h.id)].map(async (id) => {
+          const text = await fs.readFile(this.layout.exploration(id), "utf8").catch(() => "");
+          const firstLine = text.split("\n").find((line) => line.trim() && !line.startsWith("#"))?.trim() ?? "";
+          return { id, hint: hints.find((h) => h.id === id)?.hint ?? "overview", file: explorationRelativePath(id), summary: firstLine.slice(0, 200) };
+        }),
+      );
+    });
+    await stopRoleAgents(this.state, [...this.roleAgents], "plan");
+    this.roleAgents.clear();
+  }
+
+  protected async readHints(): Promise<{ id: string; hint: string }[]> {
+    let text: string;
+    try {
+      text = await fs.readFile(this.layout.hints, "utf8");
+    } catch {
+      return [];
+    }
+    return parseExplorerHints(text, this.layout.hints);
+  }
+
+  protected async hintProblems(): Promise<string[]> {
+    try {
+      await this.readHints();
+      return [];
+    } catch (error) {
+      return [(error as Error).message];
+    }
+  }
+
+  /** PLANNING: the planner's design and tasks, validated; then approval. Returns whether to execute now. */
+  protected async plan(): Promise<boolean> {
+    let { session, tasks } = await readPlan(this.layout);
+    if (tasks.length === 0) {
+      const retries = (await this.config()).retries;
+      const prompt = await rolePrompt(this.state, this.root, "planner", { GOAL: session.goal, PLAN_DIR: this.layout.dir, OUTPUT_FILE: this.layout.design, FEEDBACK: "" });
+      let accepted: Task[] = [];
+      const { problems } = await this.roleTurns(
+        () => startRoleAgent(this.state, this.root, this.layout, { role: "planner" }, prompt, { kind: "root" }),
+        async () => {
+          const found: string[] = [];
+          if (!(await fileHasText(this.layout.design))) found.push(`write the design to ${this.layout.design}`);
+          const names = (await fs.readdir(this.layout.proposedDir).catch(() => [] as string[])).filter((n) => n.endsWith(".json"));
+          const files = await Promise.all(names.map(async (name) => ({ name, text: await fs.readFile(`${this.layout.proposedDir}/${name}`, "utf8") })));
+          const validation = validateTaskProposals(files);
+          if (validation.errors.length > 0) {
+            found.push(formatProposalErrors(validation.errors));
+            await this.log("plan_rejected", { status: "failed", summary: validation.errors.join("; ") });
+          }
+          accepted = validation.tasks;
+          return found;
+        },
+        retries,
+      );
+      if (problems.length > 0) {
+        await this.finish("FAILED", `the planner's plan was not usable: ${problems.join("; ")}`);
+        throw new Stopped();
+      }
+      await this.update(async (files) => {
+        files.tasks = withVerifyTask(accepted, files.session.options);
+        files.session.evidence_log.push(logEntry("plan_accepted", { status: "passed", summary: `${accepted.length} task(s) accepted` }));
+      });
+      for (const name of await fs.readdir(this.layout.proposedDir).catch(() => [] as string[])) await fs.rm(`${this.layout.proposedDir}/${name}`, { force: true });
+      await stopRoleAgents(this.state, [...this.roleAgents], "plan");
+      this.roleAgents.clear();
+      ({ session, tasks } = await readPlan(this.layout));
+    }
+    if (session.plan.approved_at === null) {
+      if (!session.options.auto_mode) return false;
+      await this.update((files) => {
+        files.session.plan.approved_at = new Date().toISOString();
+        files.session.evidence_log.push(logEntry("plan_approved", { status: "passed", summary: "approved automatically (--auto)" }));
+      });
+    }
+    return !session.options.plan_only;
+  }
+
+
+  // Execution and verification: PlanDriver (plan-driver.ts).
+  protected abstract execute(): Promise<"done" | "stuck">;
+  protected abstract verify(): Promise<void>;
+}
