@@ -18,6 +18,7 @@ import { StatusWatch } from "./status-watch.js";
 import { QueueService } from "./orchestration/queue/queue-service.js";
 import { Scheduler } from "./automation/schedules.js";
 import { TriggerRunner } from "./automation/triggers.js";
+import { OperatorStateStore, operatorStatePath } from "./orchestration/queue/state-store.js";
 
 /** How long a stopping agent gets between SIGTERM and SIGKILL. */
 export const STOP_GRACE_MS = 5000;
@@ -123,14 +124,16 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     await recoverProjects(state);
     triggers = new TriggerRunner(state);
     triggers.start();
-    const workQueue = new QueueService(state);
+    // state.json: the queue and the groups both record in it, through the one store.
+    const operatorState = new OperatorStateStore(operatorStatePath(home));
+    const workQueue = new QueueService(state, operatorState);
     queue = workQueue;
     await workQueue.load();
     // Plan workers take the queue's slots and wait while it is paused.
     plans = new PlanService(state, workQueue.launchSlots());
     const planService = plans;
     // Group members wait in the queue's line for slots; the queue's group steps run through it.
-    groups = new GroupService(state, workQueue.store, workQueue.launchSlots(), (agentId) => workQueue.countAsSuccess(agentId));
+    groups = new GroupService(state, operatorState, workQueue.launchSlots());
     const groupService = groups;
     workQueue.useGroups(groupService);
     // We hold the pid file, so any socket file is a leftover of a dead daemon.

@@ -10,7 +10,7 @@
  */
 import type { AgentEntry, AgentStatus } from "@pu/core/manifest";
 import type { DefinitionKind } from "@pu/core/definitions";
-import type { LiveAgent, StopIntent } from "./session/live-agent.js";
+import type { FinishedBy, LiveAgent, StopIntent } from "./session/live-agent.js";
 
 export interface EngineEventMap {
   /** A session joined the registry (start or resume); its manifest entry may not be written yet. */
@@ -48,6 +48,8 @@ export interface EngineEventMap {
     model?: string;
     /** Why the daemon stopped it; undefined when it exited on its own. */
     intent?: StopIntent;
+    /** pu's orchestrator stopped it because its part was done: a success, whatever the exit code. */
+    finishedBy?: FinishedBy;
   };
   /** The daemon let go of the session (and its output): a second kill, clean, or a resume replacing it. */
   agent_released: { agentId: string };

@@ -49,6 +49,7 @@ async function recordExit(state: EngineState, live: LiveAgent, exitCode: number)
     agentType: live.agentType,
     ...(live.model !== undefined ? { model: live.model } : {}),
     ...(live.stopIntent !== undefined ? { intent: live.stopIntent } : {}),
+    ...(live.finishedBy !== undefined ? { finishedBy: live.finishedBy } : {}),
   });
   if (written) return;
   // The disk may come back (read-only remount undone, space freed): keep trying, more and

@@ -47,7 +47,6 @@ export interface GroupDriverContext {
   state: EngineState;
   store: OperatorStateStore;
   slots: LaunchSlots;
-  countAsSuccess(agentId: string): void;
 }
 
 function tail(text: string, chars: number): string {
@@ -318,7 +317,6 @@ export class GroupDriver {
     }
     if (live && live.session.exitCode === null) {
       if (outcome.state === "done") {
-        this.ctx.countAsSuccess(live.agentId);
         markFinished(live, "group");
       }
       await stopAgents([live], "kill", STOP_GRACE_MS).catch(() => undefined);
@@ -521,7 +519,6 @@ export class GroupDriver {
         let problem: string;
         try {
           const verdict = parseJudgeVerdict(await readFile(verdictPath, "utf8"), done, variantKeys(this.group));
-          this.ctx.countAsSuccess(judge.agentId);
           markFinished(judge.live, "group");
           return await this.end("complete", [], { aggregate: "judge", outputs, winner: verdict.winner, ranking: verdict.ranking, reasons: verdict.reasons });
         } catch (err) {

@@ -63,7 +63,6 @@ export class GroupService {
     private readonly state: EngineState,
     private readonly store: OperatorStateStore,
     private readonly slots: LaunchSlots,
-    private readonly countAsSuccess: (agentId: string) => void,
   ) {}
 
   /** Groups state.json holds that pu can drive (one another tool wrote is listed as unreadable, never touched). */
@@ -96,7 +95,7 @@ export class GroupService {
   }
 
   private drive(group: GroupRecord): GroupDriver {
-    const driver = new GroupDriver({ state: this.state, store: this.store, slots: this.slots, countAsSuccess: this.countAsSuccess }, group);
+    const driver = new GroupDriver({ state: this.state, store: this.store, slots: this.slots }, group);
     this.drivers.set(group.group_id, driver);
     void driver.ended.then(() => {
       if (this.drivers.get(group.group_id) === driver) this.drivers.delete(group.group_id);

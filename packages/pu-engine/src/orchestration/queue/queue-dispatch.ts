@@ -22,7 +22,7 @@ import type { LiveAgent } from "../../session/live-agent.js";
 import type { GroupService } from "../groups/group-service.js";
 import { nowIso, type EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
-import { OperatorStateStore, operatorStatePath } from "./state-store.js";
+import { OperatorStateStore } from "./state-store.js";
 import { appendHistory, ensureTicketDirs, moveTicket, scanTickets, watchQueueFolder } from "./tickets.js";
 import { untrustedTicketIds } from "./ticket-trust.js";
 import { recordAgentExit } from "./usage.js";
@@ -30,15 +30,12 @@ import { resolveWorkflow } from "./workflows.js";
 import { DEFAULT_HUNG_MINUTES, runKey, exists, type TicketRun, type WaitingSlotRequest } from "./queue-run.js";
 
 export abstract class QueueDispatch {
-  readonly store: OperatorStateStore;
   protected readonly runs = new Map<string, TicketRun>();
   protected readonly watchers = new Map<string, FSWatcher>();
   /** Tickets that failed to start, left in `queue/` and not retried until `pu queue resume` or a daemon restart. */
   protected readonly held = new Map<string, string>();
   /** In-progress tickets that cannot go on until `pu trust` (their workflow changed by hand), continued on project_trusted. */
   protected readonly awaitingTrust = new Map<string, () => void>();
-  /** Agents the queue stopped after their work succeeded: their exit counts as a success. */
-  protected readonly finishedAgents = new Set<string>();
   /** Unreadable ticket files already logged (file → message), so each is reported once. */
   protected readonly reported = new Map<string, string>();
   protected readonly unsubscribe: (() => void)[] = [];
@@ -47,9 +44,11 @@ export abstract class QueueDispatch {
   protected dispatchAgain = false;
   protected stopped = false;
 
-  constructor(protected readonly state: EngineState) {
-    this.store = new OperatorStateStore(operatorStatePath(state.home));
-  }
+  /** `store`: `$PU_HOME/state.json`, built by daemon.ts and shared with the group service (one writer: its lock). */
+  constructor(
+    protected readonly state: EngineState,
+    readonly store: OperatorStateStore,
+  ) {}
   // The later parts of the queue: a ticket's steps (QueueSteps), restart (QueueService).
   protected abstract drive(run: TicketRun, index: number, options?: { awaitingDecision?: boolean }): Promise<void>;
   protected abstract registerRun(agentState: AgentState): [AgentState, TicketRun];
@@ -76,7 +75,8 @@ export abstract class QueueDispatch {
   async start(): Promise<void> {
     this.unsubscribe.push(
       this.state.events.on("agent_exit", (exit) => {
-        const succeeded = exit.exitCode === 0 || this.finishedAgents.delete(exit.agentId);
+        // An agent pu stopped after its work was done (finishedBy) counts as a success.
+        const succeeded = exit.exitCode === 0 || exit.finishedBy !== undefined;
         void recordAgentExit(this.state, this.store, exit, succeeded);
       }),
       this.state.events.on("project_added", ({ projectRoot }) => {
@@ -291,11 +291,6 @@ export abstract class QueueDispatch {
     return () => {
       if (this.lentToGroup.delete(key)) this.kick("slot returned by a group");
     };
-  }
-
-  /** An agent the daemon stopped after its work was done: its exit counts as a success in the stats. */
-  countAsSuccess(agentId: string): void {
-    this.finishedAgents.add(agentId);
   }
 
   /** Something may have made work startable: dispatch (once at a time; a kick during a pass runs another). */

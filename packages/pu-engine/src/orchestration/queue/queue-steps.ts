@@ -82,7 +82,6 @@ export abstract class QueueSteps extends QueueDispatch {
     const alive = live !== undefined && live.session.exitCode === null;
     if (alive && live.agentType === tool && (step.model === undefined || step.model === agentState.llm_model)) return;
     if (alive) {
-      this.finishedAgents.add(live.agentId);
       await stopFinishedAgents([live], "queue");
     }
     const worktree = agentState.session_context_ref;
@@ -165,7 +164,6 @@ export abstract class QueueSteps extends QueueDispatch {
     await this.markStepStarted(run, step, undefined);
     const live = run.live;
     if (live && live.session.exitCode === null) {
-      this.finishedAgents.add(live.agentId);
       await stopFinishedAgents([live], "queue");
     }
     const giveBack = this.lendSlot(run.root, run.ticketId);
@@ -403,7 +401,6 @@ export abstract class QueueSteps extends QueueDispatch {
     const live = run.live;
     if (live && live.session.exitCode === null) {
       if (outcome === "done") {
-        this.finishedAgents.add(live.agentId);
         await stopFinishedAgents([live], "queue");
       } else {
         await stopAgents([live], "kill");
