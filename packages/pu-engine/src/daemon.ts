@@ -19,6 +19,7 @@ import { QueueService } from "./orchestration/queue/queue-service.js";
 import { Scheduler } from "./automation/schedules.js";
 import { TriggerRunner } from "./automation/triggers.js";
 import { OperatorStateStore, operatorStatePath } from "./orchestration/queue/state-store.js";
+import { SlotLedger } from "./orchestration/slots.js";
 
 /** How long a stopping agent gets between SIGTERM and SIGKILL. */
 export const STOP_GRACE_MS = 5000;
@@ -126,16 +127,17 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     triggers.start();
     // state.json: the queue and the groups both record in it, through the one store.
     const operatorState = new OperatorStateStore(operatorStatePath(home));
-    const workQueue = new QueueService(state, operatorState);
+    // One ledger of launch capacity: tickets, group members and plan workers all count against it.
+    const slots = new SlotLedger(state, operatorState);
+    // Group members wait in the ledger's line for slots; the queue's group steps run through the groups.
+    groups = new GroupService(state, operatorState, slots);
+    const groupService = groups;
+    const workQueue = new QueueService(state, operatorState, slots, groupService);
     queue = workQueue;
     await workQueue.load();
-    // Plan workers take the queue's slots and wait while it is paused.
-    plans = new PlanService(state, workQueue.launchSlots());
+    // Plan workers take the same slots and wait while automatic work is paused.
+    plans = new PlanService(state, slots);
     const planService = plans;
-    // Group members wait in the queue's line for slots; the queue's group steps run through it.
-    groups = new GroupService(state, operatorState, workQueue.launchSlots());
-    const groupService = groups;
-    workQueue.useGroups(groupService);
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;

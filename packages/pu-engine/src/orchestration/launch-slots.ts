@@ -1,7 +1,7 @@
 /**
  * What every launch the daemon makes on its own asks first: is automatic work paused, and is
- * there a free slot. The work queue owns the caps and `paused` (QueueService.launchSlots);
- * plan workers and group members take slots from it like tickets, so one cap covers them all.
+ * there a free slot. The one SlotLedger (slots.ts) answers it for tickets, plan workers and
+ * group members alike, so one cap covers them all.
  */
 export interface LaunchSlots {
   /** Automatic launches wait while this is true; agents already running go on. */

@@ -5,15 +5,12 @@
  */
 import { randomBytes } from "node:crypto";
 import type { FSWatcher } from "node:fs";
-import { readFile } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { modelArgs } from "@pu/core/argv-value";
-import { loadConfig, parseConfig, projectConfigWarnings, type Config } from "@pu/core/config";
+import { type Config } from "@pu/core/config";
 import { DEFAULT_COLLECTION } from "@pu/core/default-workflows";
-import { PuError } from "@pu/core/errors";
 import type { AgentState } from "@pu/core/operator-state";
-import { configPath, manifestPath, puDir } from "@pu/core/paths";
+import { manifestPath, puDir } from "@pu/core/paths";
 import { compareTickets } from "@pu/core/ticket";
 import { stepAgent, type Workflow, type WorkflowStep } from "@pu/core/workflow";
 import type { TicketView } from "@pu/ipc/protocol";
@@ -21,13 +18,13 @@ import { launchAgent } from "../../agents/launcher.js";
 import type { LiveAgent } from "../../session/live-agent.js";
 import type { GroupService } from "../groups/group-service.js";
 import { nowIso, type EngineState } from "../../state.js";
-import type { LaunchSlots } from "../launch-slots.js";
 import { OperatorStateStore } from "./state-store.js";
 import { appendHistory, ensureTicketDirs, moveTicket, scanTickets, watchQueueFolder } from "./tickets.js";
 import { untrustedTicketIds } from "./ticket-trust.js";
 import { recordAgentExit } from "./usage.js";
 import { resolveWorkflow } from "./workflows.js";
-import { DEFAULT_HUNG_MINUTES, runKey, exists, type TicketRun, type WaitingSlotRequest } from "./queue-run.js";
+import { runKey, exists, type TicketRun } from "./queue-run.js";
+import type { SlotLedger } from "../slots.js";
 
 export abstract class QueueDispatch {
   protected readonly runs = new Map<string, TicketRun>();
@@ -39,7 +36,6 @@ export abstract class QueueDispatch {
   /** Unreadable ticket files already logged (file → message), so each is reported once. */
   protected readonly reported = new Map<string, string>();
   protected readonly unsubscribe: (() => void)[] = [];
-  protected groups: GroupService | undefined;
   protected dispatching = false;
   protected dispatchAgain = false;
   protected stopped = false;
@@ -48,18 +44,18 @@ export abstract class QueueDispatch {
   constructor(
     protected readonly state: EngineState,
     readonly store: OperatorStateStore,
-  ) {}
+    protected readonly slots: SlotLedger,
+    /** A ticket's group step runs through the group service. */
+    protected readonly groups: GroupService,
+  ) {
+    // Registered first: a change the ledger hears starts a dispatch pass before the other launchers look.
+    slots.onChange((reason) => this.dispatchSoon(reason));
+  }
   // The later parts of the queue: a ticket's steps (QueueSteps), restart (QueueService).
   protected abstract drive(run: TicketRun, index: number, options?: { awaitingDecision?: boolean }): Promise<void>;
   protected abstract registerRun(agentState: AgentState): [AgentState, TicketRun];
   protected abstract settleUntracked(): Promise<void>;
   protected abstract continueTicket(agentState: AgentState, run: TicketRun): Promise<void>;
-
-
-  /** Group steps run through the group service (built after the queue, on its slots). */
-  useGroups(groups: GroupService): void {
-    this.groups = groups;
-  }
 
   get paused(): boolean {
     return this.store.state.paused;
@@ -145,158 +141,26 @@ export abstract class QueueDispatch {
 
   // ---- caps and dispatch ------------------------------------------------------------
 
-  /** Why `$PU_HOME/config.yaml` cannot be used, as last read: while set the queue stands still. */
-  protected homeConfigProblem: string | undefined;
-  /** Project settings warnings already logged, so each is said once. */
-  protected readonly loggedWarnings = new Set<string>();
-
-  protected homeConfigFile(): string {
-    return path.join(this.state.home, "config.yaml");
-  }
-
-  /**
-   * `queue:` of `$PU_HOME/config.yaml`; CONFIG_ERROR naming the file and the field when it
-   * cannot be used. Never defaults in its place: a typo must not run more agents than asked for.
-   */
-  protected async homeQueueSettings(): Promise<NonNullable<Config["queue"]>> {
-    const file = this.homeConfigFile();
-    let settings: NonNullable<Config["queue"]>;
-    try {
-      settings = parseConfig(await readFile(file, "utf8"), file).queue ?? {};
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
-        settings = {};
-      } else {
-        const problem = err instanceof PuError ? err : new PuError("CONFIG_ERROR", `config ${file}: cannot be read: ${(err as Error).message}`);
-        if (this.homeConfigProblem !== problem.message) this.state.log.event("queue_config_unreadable", { file, error: problem.message });
-        this.homeConfigProblem = problem.message;
-        throw problem;
-      }
-    }
-    if (this.homeConfigProblem !== undefined) this.state.log.event("queue_config_fixed", { file });
-    this.homeConfigProblem = undefined;
-    return settings;
-  }
-
-  /** The cap across projects; CONFIG_ERROR while `$PU_HOME/config.yaml` cannot be used. */
-  async maxParallel(): Promise<number> {
-    return (await this.homeQueueSettings()).maxParallel ?? Math.max(1, os.availableParallelism() - 1);
-  }
-
-  protected async projectSettings(root: string): Promise<{ maxPerProject: number; hungAfterMinutes: number; config: Config }> {
-    // A bad home config stops dispatch (maxParallel); a ticket already working goes on with the defaults.
-    const home = await this.homeQueueSettings().catch(() => ({}) as NonNullable<Config["queue"]>);
-    const config = await loadConfig(root);
-    for (const warning of projectConfigWarnings(config, configPath(root), this.homeConfigFile())) {
-      if (this.loggedWarnings.has(warning)) continue;
-      this.loggedWarnings.add(warning);
-      this.state.log.event("queue_setting_ignored", { projectRoot: root, warning });
-    }
-    return {
-      maxPerProject: config.queue?.maxPerProject ?? home.maxPerProject ?? Number.POSITIVE_INFINITY,
-      hungAfterMinutes: config.queue?.hungAfterMinutes ?? home.hungAfterMinutes ?? DEFAULT_HUNG_MINUTES,
-      config,
-    };
-  }
-
   /** Why nothing the queue holds will start now (stopped by a bad file, or paused); undefined when it runs. */
   async whyStopped(): Promise<string | undefined> {
     if (this.store.error !== undefined) return `the queue is stopped: ${this.store.error} (fix or move the file and restart the daemon)`;
     try {
-      await this.maxParallel();
+      await this.slots.maxParallel();
     } catch (err) {
       return `the queue is stopped: ${(err as Error).message} (fix the file, then \`pu queue resume\`)`;
     }
     return this.paused ? "the queue is paused (`pu queue resume`)" : undefined;
   }
 
-  /** Slots taken by other automatic launchers (plan workers, group members), per project. */
-  protected readonly borrowed = new Map<string, number>();
-  protected readonly slotListeners = new Set<() => void>();
-  /** Launches waiting in line for a slot (group members), served by dispatch passes. */
-  protected readonly slotRequests: WaitingSlotRequest[] = [];
-  /** When each stream (the ticket queue, each owner of requests) was last served: the fair order. */
-  protected readonly lastServed = new Map<string, number>();
-  protected servedCount = 0;
-  /** Tickets (runKey) whose slot is lent to the members of their group step while it runs. */
-  protected readonly lentToGroup = new Set<string>();
-
-  protected borrowedIn(root?: string): number {
-    if (root !== undefined) return this.borrowed.get(root) ?? 0;
-    let total = 0;
-    for (const n of this.borrowed.values()) total += n;
-    return total;
-  }
-
-  /** Slots in use (in one project, or in all): tickets' agents and borrowed slots. */
-  protected used(root?: string): number {
-    const tickets = this.store.state.agents.filter((a) => (root === undefined || a.project === root) && !this.lentToGroup.has(runKey(a.project, a.ticket_id)));
-    return tickets.length + this.borrowedIn(root);
-  }
-
-  protected takeSlot(root: string): () => void {
-    this.borrowed.set(root, this.borrowedIn(root) + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = this.borrowedIn(root) - 1;
-      if (left > 0) this.borrowed.set(root, left);
-      else this.borrowed.delete(root);
-      this.kick("slot freed");
-    };
-  }
-
-  /**
-   * The caps and `paused` for the daemon's other automatic launches (plan workers, group
-   * members): they see the same free slots as tickets, take one while their agent runs, and
-   * are told when something may have freed one.
-   */
-  launchSlots(): LaunchSlots {
-    return {
-      paused: () => this.paused || this.state.stopping,
-      free: async (root: string) => {
-        const limit = await this.maxParallel().catch(() => 0);
-        const settings = await this.projectSettings(root).catch(() => undefined);
-        return Math.max(0, Math.min(limit - this.used(), (settings?.maxPerProject ?? Number.POSITIVE_INFINITY) - this.used(root)));
-      },
-      take: (root: string) => this.takeSlot(root),
-      onChange: (listener: () => void) => {
-        this.slotListeners.add(listener);
-        return () => this.slotListeners.delete(listener);
-      },
-      request: (root: string, owner: string) => {
-        let entry: WaitingSlotRequest | undefined;
-        const granted = new Promise<() => void>((resolve) => {
-          entry = { root, owner, since: Date.now(), grant: resolve };
-          this.slotRequests.push(entry);
-        });
-        this.kick("slot requested");
-        return {
-          granted,
-          cancel: () => {
-            const i = entry ? this.slotRequests.indexOf(entry) : -1;
-            if (i >= 0) this.slotRequests.splice(i, 1);
-          },
-        };
-      },
-    };
-  }
-
-  /** A ticket's group step runs: its own slot goes to the group's members until `returnSlot`. */
-  lendSlot(root: string, ticketId: string): () => void {
-    const key = runKey(root, ticketId);
-    this.lentToGroup.add(key);
-    this.kick("slot lent to a group");
-    return () => {
-      if (this.lentToGroup.delete(key)) this.kick("slot returned by a group");
-    };
-  }
-
-  /** Something may have made work startable: dispatch (once at a time; a kick during a pass runs another). */
+  /** Something may have made work startable: every launcher waiting on the ledger hears it, the queue dispatches. */
   kick(reason: string): void {
     if (this.stopped) return;
-    for (const listener of [...this.slotListeners]) listener();
+    this.slots.changed(reason);
+  }
+
+  /** Dispatch (once at a time; a change during a pass runs another). */
+  private dispatchSoon(reason: string): void {
+    if (this.stopped) return;
     if (this.dispatching) {
       this.dispatchAgain = true;
       return;
@@ -328,8 +192,7 @@ export abstract class QueueDispatch {
   protected async dispatchPass(reason: string): Promise<void> {
     if (this.blocked()) return;
     // A bad $PU_HOME/config.yaml: nothing starts until it is fixed (logged once, shown by `pu queue`).
-    const limit = await this.maxParallel().catch(() => undefined);
-    if (limit === undefined || this.used() >= limit) return;
+    if (!(await this.slots.hasRoom())) return;
     const waiting: (TicketView & { root: string })[] = [];
     for (const root of this.state.projects.list()) {
       const scan = await scanTickets(root, ["queue"]).catch((err: unknown) => {
@@ -352,55 +215,21 @@ export abstract class QueueDispatch {
       waiting.push(...candidates.filter((t) => !untrusted.has(t.id)).map((t) => Object.assign(t, { root })));
     }
     waiting.sort(compareTickets);
-    const settingsOf = new Map<string, Promise<Awaited<ReturnType<QueueDispatch["projectSettings"]>> | undefined>>();
-    const settingsFor = (root: string) => {
-      let settings = settingsOf.get(root);
-      if (!settings) settingsOf.set(root, (settings = this.projectSettings(root).catch(() => undefined)));
-      return settings;
-    };
-    const fits = async (root: string) => {
-      const settings = await settingsFor(root);
-      return settings !== undefined && this.used(root) < settings.maxPerProject;
-    };
-    for (;;) {
-      if (this.blocked() || this.used() >= limit) return;
-      const heads: { stream: string; since: number; serve: () => Promise<void> }[] = [];
+    await this.slots.fill(async (fits, settingsFor) => {
       for (const ticket of waiting) {
         if (!(await fits(ticket.root))) continue;
         const settings = await settingsFor(ticket.root);
-        heads.push({
-          stream: "tickets",
-          since: 0,
+        return {
           serve: async () => {
             waiting.splice(waiting.indexOf(ticket), 1);
             if (settings) await this.claim(ticket.root, ticket, settings.config, reason);
           },
-        });
-        break;
+        };
       }
-      const owners = new Set<string>();
-      for (const request of this.slotRequests) {
-        if (owners.has(request.owner)) continue;
-        owners.add(request.owner);
-        if (!(await fits(request.root))) continue;
-        heads.push({
-          stream: `request:${request.owner}`,
-          since: request.since,
-          serve: async () => {
-            const i = this.slotRequests.indexOf(request);
-            if (i < 0) return; // cancelled meanwhile
-            this.slotRequests.splice(i, 1);
-            request.grant(this.takeSlot(request.root));
-          },
-        });
-      }
-      if (heads.length === 0) return;
-      heads.sort((a, b) => (this.lastServed.get(a.stream) ?? 0) - (this.lastServed.get(b.stream) ?? 0) || a.since - b.since);
-      const next = heads[0] as (typeof heads)[number];
-      this.lastServed.set(next.stream, ++this.servedCount);
-      await next.serve();
-    }
+      return undefined;
+    }, () => this.blocked());
   }
+
 
   /** Takes a queued ticket: moves it to in-progress, records it, starts its agent and its steps. */
   protected async claim(root: string, ticket: TicketView, config: Config, reason: string): Promise<void> {

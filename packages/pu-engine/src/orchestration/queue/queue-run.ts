@@ -12,7 +12,6 @@ import type { LiveAgent } from "../../session/live-agent.js";
 export const COMPLETED_KEPT = 200;
 /** How much gate output a fix request quotes. */
 export const FIX_OUTPUT_BYTES = 2000;
-export const DEFAULT_HUNG_MINUTES = 30;
 
 /** `last_message` of a ticket that waits for `pu review approve|reject` without a review state (a gate out of retries). */
 export const NEEDS_DECISION = "needs a decision:";
@@ -37,13 +36,6 @@ export interface TicketRun {
   /** A decision that came before the ticket was waiting again (just after a restart). */
   pending?: Decision;
   finished?: boolean;
-}
-
-export interface WaitingSlotRequest {
-  root: string;
-  owner: string;
-  since: number;
-  grant: (release: () => void) => void;
 }
 
 export function runKey(root: string, ticketId: string): string {
@@ -80,5 +72,4 @@ export type StepOutcome =
   | { kind: "reject"; reason: string; step?: string }
   | { kind: "failed"; message: string }
   | { kind: "stopped" };
-
 

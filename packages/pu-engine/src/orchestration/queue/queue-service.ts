@@ -125,7 +125,7 @@ export class QueueService extends QueueSteps {
     let maxParallel = 0;
     let configError: string | undefined;
     try {
-      maxParallel = await this.maxParallel();
+      maxParallel = await this.slots.maxParallel();
     } catch (err) {
       configError = (err as Error).message;
     }
@@ -144,13 +144,13 @@ export class QueueService extends QueueSteps {
       // A project whose config cannot be read has tickets that never start: say why.
       if (!(await exists(manifestPath(root)))) continue;
       try {
-        warnings.push(...projectConfigWarnings(await loadConfig(root), configPath(root), this.homeConfigFile()));
+        warnings.push(...projectConfigWarnings(await loadConfig(root), configPath(root), this.slots.homeConfigFile()));
       } catch (err) {
         problems.push({ file: configPath(root), message: `${(err as Error).message} (its tickets do not start)` });
       }
     }
     waiting.sort(compareTickets);
-    const used = this.used();
+    const used = this.slots.used();
     const status: QueueStatus = {
       paused: this.paused,
       maxParallel,

@@ -156,7 +156,7 @@ export abstract class QueueSteps extends QueueDispatch {
    */
   protected async runGroupStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome> {
     const groups = this.groups;
-    if (!groups || step.type === undefined) return { kind: "failed", message: `step ${step.name}: multi-agent groups are not running in this daemon` };
+    if (step.type === undefined) return { kind: "failed", message: `step ${step.name} is not a group step` };
     const ticket = await findTicket(run.root, run.ticketId);
     if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
     const agentState = this.agentStateOf(run);
@@ -166,7 +166,7 @@ export abstract class QueueSteps extends QueueDispatch {
     if (live && live.session.exitCode === null) {
       await stopFinishedAgents([live], "queue");
     }
-    const giveBack = this.lendSlot(run.root, run.ticketId);
+    const giveBack = this.slots.lend(run.root, run.ticketId);
     try {
       let group = groups.openGroupOfStep(run.root, run.ticketId, step.name);
       if (!group) {
@@ -224,7 +224,7 @@ export abstract class QueueSteps extends QueueDispatch {
    * while the agent is busy) marks the ticket awaiting_input once; the turn goes on, nothing is killed.
    */
   protected async stepTurn(run: TicketRun, live: LiveAgent, step: WorkflowStep, text: string): Promise<"waiting" | "stopped" | string> {
-    const { hungAfterMinutes } = await this.projectSettings(run.root);
+    const { hungAfterMinutes } = await this.slots.projectSettings(run.root);
     const started = startTurn(this.state, live, text, { signal: run.abort.signal });
     let flagged = false;
     const flag = (message: string) => {

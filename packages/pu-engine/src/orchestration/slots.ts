@@ -1,0 +1,251 @@
+/**
+ * The one ledger of launch capacity. Every launch the daemon makes on its own — a ticket's
+ * agent, a group member, a plan worker — counts against the same caps (`queue.maxParallel`
+ * across projects, `maxPerProject` each) and waits while automatic work is paused. daemon.ts
+ * builds it and hands it to the queue, the groups and the plans alike.
+ *
+ * Tickets in flight hold a slot each (state.json's in-flight records), except while a
+ * ticket's group step has lent it to the group's members. Other launchers `take` a slot for
+ * as long as their agent runs, or wait in line with `request`: the queue's dispatch pass
+ * serves the lines in turn with its own tickets (`fill`), the line served longest ago first,
+ * so a big group cannot starve tickets nor tickets a group.
+ */
+import { readFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { loadConfig, parseConfig, projectConfigWarnings, type Config } from "@pu/core/config";
+import { PuError } from "@pu/core/errors";
+import { configPath } from "@pu/core/paths";
+import type { EngineState } from "../state.js";
+import type { LaunchSlots, SlotRequest } from "./launch-slots.js";
+import type { OperatorStateStore } from "./queue/state-store.js";
+
+const DEFAULT_HUNG_MINUTES = 30;
+
+/** The queue settings that apply to one project: its cap, when a ticket's agent counts as hung, its config. */
+export interface ProjectQueueSettings {
+  maxPerProject: number;
+  hungAfterMinutes: number;
+  config: Config;
+}
+
+interface WaitingRequest {
+  root: string;
+  owner: string;
+  since: number;
+  grant: (release: () => void) => void;
+}
+
+/** The next ticket the queue would start, if it fits; `serve` claims it. */
+export interface TicketHead {
+  serve: () => Promise<void>;
+}
+
+type SettingsFor = (root: string) => Promise<ProjectQueueSettings | undefined>;
+
+export class SlotLedger implements LaunchSlots {
+  /** Slots taken by launchers other than the ticket queue (plan workers, group members), per project. */
+  private readonly borrowed = new Map<string, number>();
+  /** Tickets (root + id) whose slot is lent to the members of their group step while it runs. */
+  private readonly lent = new Set<string>();
+  private readonly requests: WaitingRequest[] = [];
+  /** When each line (the ticket queue, each owner of requests) was last served: the fair order. */
+  private readonly lastServed = new Map<string, number>();
+  private servedCount = 0;
+  private readonly listeners = new Set<(reason: string) => void>();
+  /** Why `$PU_HOME/config.yaml` cannot be used, as last read: while set nothing automatic starts. */
+  private homeConfigProblem: string | undefined;
+  /** Project settings warnings already logged, so each is said once. */
+  private readonly loggedWarnings = new Set<string>();
+
+  constructor(
+    private readonly state: EngineState,
+    private readonly store: OperatorStateStore,
+  ) {}
+
+  // ---- caps ------------------------------------------------------------------------------
+
+  homeConfigFile(): string {
+    return path.join(this.state.home, "config.yaml");
+  }
+
+  /**
+   * `queue:` of `$PU_HOME/config.yaml`; CONFIG_ERROR naming the file and the field when it
+   * cannot be used. Never defaults in its place: a typo must not run more agents than asked for.
+   */
+  private async homeQueueSettings(): Promise<NonNullable<Config["queue"]>> {
+    const file = this.homeConfigFile();
+    let settings: NonNullable<Config["queue"]>;
+    try {
+      settings = parseConfig(await readFile(file, "utf8"), file).queue ?? {};
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+        settings = {};
+      } else {
+        const problem = err instanceof PuError ? err : new PuError("CONFIG_ERROR", `config ${file}: cannot be read: ${(err as Error).message}`);
+        if (this.homeConfigProblem !== problem.message) this.state.log.event("queue_config_unreadable", { file, error: problem.message });
+        this.homeConfigProblem = problem.message;
+        throw problem;
+      }
+    }
+    if (this.homeConfigProblem !== undefined) this.state.log.event("queue_config_fixed", { file });
+    this.homeConfigProblem = undefined;
+    return settings;
+  }
+
+  /** The cap across projects; CONFIG_ERROR while `$PU_HOME/config.yaml` cannot be used. */
+  async maxParallel(): Promise<number> {
+    return (await this.homeQueueSettings()).maxParallel ?? Math.max(1, os.availableParallelism() - 1);
+  }
+
+  async projectSettings(root: string): Promise<ProjectQueueSettings> {
+    // A bad home config stops dispatch (maxParallel); a ticket already working goes on with the defaults.
+    const home = await this.homeQueueSettings().catch(() => ({}) as NonNullable<Config["queue"]>);
+    const config = await loadConfig(root);
+    for (const warning of projectConfigWarnings(config, configPath(root), this.homeConfigFile())) {
+      if (this.loggedWarnings.has(warning)) continue;
+      this.loggedWarnings.add(warning);
+      this.state.log.event("queue_setting_ignored", { projectRoot: root, warning });
+    }
+    return {
+      maxPerProject: config.queue?.maxPerProject ?? home.maxPerProject ?? Number.POSITIVE_INFINITY,
+      hungAfterMinutes: config.queue?.hungAfterMinutes ?? home.hungAfterMinutes ?? DEFAULT_HUNG_MINUTES,
+      config,
+    };
+  }
+
+  // ---- the count -------------------------------------------------------------------------
+
+  private borrowedIn(root?: string): number {
+    if (root !== undefined) return this.borrowed.get(root) ?? 0;
+    let total = 0;
+    for (const n of this.borrowed.values()) total += n;
+    return total;
+  }
+
+  /** Slots in use (in one project, or in all): tickets' agents and taken slots. */
+  used(root?: string): number {
+    const tickets = this.store.state.agents.filter((a) => (root === undefined || a.project === root) && !this.lent.has(lentKey(a.project, a.ticket_id)));
+    return tickets.length + this.borrowedIn(root);
+  }
+
+  /** A ticket's group step runs: its own slot goes to the group's members until the returned call gives it back. */
+  lend(root: string, ticketId: string): () => void {
+    const key = lentKey(root, ticketId);
+    this.lent.add(key);
+    this.changed("slot lent to a group");
+    return () => {
+      if (this.lent.delete(key)) this.changed("slot returned by a group");
+    };
+  }
+
+  /** Something may have made a launch possible (or impossible): every listener hears it. */
+  changed(reason: string): void {
+    for (const listener of [...this.listeners]) listener(reason);
+  }
+
+  // ---- LaunchSlots -----------------------------------------------------------------------
+
+  paused(): boolean {
+    return this.store.state.paused || this.state.stopping;
+  }
+
+  async free(root: string): Promise<number> {
+    const limit = await this.maxParallel().catch(() => 0);
+    const settings = await this.projectSettings(root).catch(() => undefined);
+    return Math.max(0, Math.min(limit - this.used(), (settings?.maxPerProject ?? Number.POSITIVE_INFINITY) - this.used(root)));
+  }
+
+  take(root: string): () => void {
+    this.borrowed.set(root, this.borrowedIn(root) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = this.borrowedIn(root) - 1;
+      if (left > 0) this.borrowed.set(root, left);
+      else this.borrowed.delete(root);
+      this.changed("slot freed");
+    };
+  }
+
+  onChange(listener: (reason: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  request(root: string, owner: string): SlotRequest {
+    let entry: WaitingRequest | undefined;
+    const granted = new Promise<() => void>((resolve) => {
+      entry = { root, owner, since: Date.now(), grant: resolve };
+      this.requests.push(entry);
+    });
+    this.changed("slot requested");
+    return {
+      granted,
+      cancel: () => {
+        const i = entry ? this.requests.indexOf(entry) : -1;
+        if (i >= 0) this.requests.splice(i, 1);
+      },
+    };
+  }
+
+  // ---- the fair order --------------------------------------------------------------------
+
+  /** Whether anything may start now under the daemon-wide cap (false while the home config is unusable). */
+  async hasRoom(): Promise<boolean> {
+    const limit = await this.maxParallel().catch(() => undefined);
+    return limit !== undefined && this.used() < limit;
+  }
+
+  /**
+   * Fills free slots from the lines that wait for one: the ticket queue (`nextTicket`: its
+   * first ticket that fits) and each owner's requests (in request order). The line served
+   * longest ago goes next, so every release drains groups' and tickets' launches in turn.
+   */
+  async fill(nextTicket: (fits: (root: string) => Promise<boolean>, settingsFor: SettingsFor) => Promise<TicketHead | undefined>, blocked: () => boolean): Promise<void> {
+    const limit = await this.maxParallel().catch(() => undefined);
+    if (limit === undefined) return;
+    const settingsOf = new Map<string, Promise<ProjectQueueSettings | undefined>>();
+    const settingsFor: SettingsFor = (root) => {
+      let settings = settingsOf.get(root);
+      if (!settings) settingsOf.set(root, (settings = this.projectSettings(root).catch(() => undefined)));
+      return settings;
+    };
+    const fits = async (root: string) => {
+      const settings = await settingsFor(root);
+      return settings !== undefined && this.used(root) < settings.maxPerProject;
+    };
+    for (;;) {
+      if (blocked() || this.used() >= limit) return;
+      const heads: { stream: string; since: number; serve: () => Promise<void> }[] = [];
+      const ticket = await nextTicket(fits, settingsFor);
+      if (ticket) heads.push({ stream: "tickets", since: 0, serve: ticket.serve });
+      const owners = new Set<string>();
+      for (const request of this.requests) {
+        if (owners.has(request.owner)) continue;
+        owners.add(request.owner);
+        if (!(await fits(request.root))) continue;
+        heads.push({
+          stream: `request:${request.owner}`,
+          since: request.since,
+          serve: async () => {
+            const i = this.requests.indexOf(request);
+            if (i < 0) return; // cancelled meanwhile
+            this.requests.splice(i, 1);
+            request.grant(this.take(request.root));
+          },
+        });
+      }
+      if (heads.length === 0) return;
+      heads.sort((a, b) => (this.lastServed.get(a.stream) ?? 0) - (this.lastServed.get(b.stream) ?? 0) || a.since - b.since);
+      const next = heads[0] as (typeof heads)[number];
+      this.lastServed.set(next.stream, ++this.servedCount);
+      await next.serve();
+    }
+  }
+}
+
+function lentKey(root: string, ticketId: string): string {
+  return `${root}\0${ticketId}`;
+}
