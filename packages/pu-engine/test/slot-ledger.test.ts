@@ -1,0 +1,94 @@
+// The slot ledger in-process: the caps from $PU_HOME/config.yaml, tickets in flight counted
+// from state.json, a group's slot requests served in turn with the ticket line, a lent
+// ticket slot, and nothing starting while paused or while the home config is broken.
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { AgentState } from "@pu/core/operator-state";
+import { openDaemonLog } from "../src/daemon-log.js";
+import { SlotLedger } from "../src/orchestration/slots.js";
+import { OperatorStateStore, operatorStatePath } from "../src/orchestration/queue/state-store.js";
+import { ProjectRegistry } from "../src/projects.js";
+import { EngineState } from "../src/state.js";
+
+describe("SlotLedger", () => {
+  let base: string;
+  let root: string;
+  let store: OperatorStateStore;
+  let ledger: SlotLedger;
+
+  beforeEach(async () => {
+    base = realpathSync(mkdtempSync(path.join(os.tmpdir(), "pu-slots-")));
+    const home = path.join(base, "home");
+    root = path.join(base, "project");
+    mkdirSync(home);
+    mkdirSync(path.join(root, ".pu"), { recursive: true });
+    writeFileSync(path.join(home, "config.yaml"), "queue:\n  maxParallel: 2\n");
+    const state = new EngineState(home, new ProjectRegistry(path.join(base, "projects.json")), openDaemonLog(path.join(base, "daemon.log")));
+    store = new OperatorStateStore(operatorStatePath(home));
+    await store.load();
+    ledger = new SlotLedger(state, store);
+  });
+
+  afterEach(() => rmSync(base, { recursive: true, force: true }));
+
+  /** A ticket in flight, as state.json records it (only what the count reads). */
+  const inFlight = (ticketId: string) => store.state.agents.push({ project: root, ticket_id: ticketId } as AgentState);
+
+  it("serves the ticket line and a group's line in turn, one launch per freed slot", async () => {
+    const order: string[] = [];
+    const tickets = ["TASK-0001", "TASK-0002", "TASK-0003"];
+    const group = [ledger.request(root, "group:g1"), ledger.request(root, "group:g1"), ledger.request(root, "group:g1")];
+    const releases: (() => void)[] = [];
+    for (const [i, request] of group.entries()) void request.granted.then((release) => (order.push(`member ${i + 1}`), releases.push(release)));
+    const fill = () =>
+      ledger.fill(async (fits) => {
+        const next = tickets[0];
+        if (next === undefined || !(await fits(root))) return undefined;
+        return { serve: async () => void (order.push(tickets.shift()!), inFlight(next)) };
+      }, () => false);
+
+    await fill();
+    await Promise.resolve();
+    // Neither line served yet: the ticket line (waiting since before any request) first, then the group.
+    expect(order).toEqual(["TASK-0001", "member 1"]);
+    expect(ledger.used()).toBe(2);
+    expect(await ledger.free(root)).toBe(0);
+    await fill();
+    expect(order).toHaveLength(2);
+
+    // A member's slot freed: the line served longest ago (the tickets') goes next, not the group's.
+    releases.shift()!();
+    await fill();
+    await Promise.resolve();
+    expect(order).toEqual(["TASK-0001", "member 1", "TASK-0002"]);
+    // A ticket's slot freed: now the group's turn.
+    store.state.agents.splice(0, 1);
+    await fill();
+    await Promise.resolve();
+    expect(order).toEqual(["TASK-0001", "member 1", "TASK-0002", "member 2"]);
+  });
+
+  it("a lent ticket slot counts for the group until it is given back; paused and a broken home config start nothing", async () => {
+    inFlight("TASK-0001");
+    inFlight("TASK-0002");
+    expect(await ledger.hasRoom()).toBe(false);
+    const giveBack = ledger.lend(root, "TASK-0001");
+    expect(ledger.used()).toBe(1);
+    expect(await ledger.free(root)).toBe(1);
+    giveBack();
+    expect(ledger.used()).toBe(2);
+
+    store.state.agents.length = 0;
+    store.state.paused = true;
+    expect(ledger.paused()).toBe(true);
+    store.state.paused = false;
+    writeFileSync(path.join(base, "home", "config.yaml"), "queue:\n  maxParallel: 0\n");
+    expect(await ledger.hasRoom()).toBe(false);
+    await expect(ledger.maxParallel()).rejects.toMatchObject({ code: "CONFIG_ERROR" });
+    let served = 0;
+    await ledger.fill(async () => ({ serve: async () => void served++ }), () => false);
+    expect(served).toBe(0);
+  });
+});
