@@ -21,6 +21,8 @@ async function oneRun({ tickets, slots }) {
     writeFileSync(path.join(ws.project, ".pu", "config.yaml"), "defaultAgent: terminal\n");
     mkdirSync(path.join(ws.project, ".pu", "workflows"), { recursive: true });
     writeFileSync(path.join(ws.project, ".pu", "workflows", "TASK.yaml"), WORKFLOW);
+    // The workflow types into its agents: a trust item like any project file that does.
+    await client.request("trust", { projectRoot: ws.project });
     await client.request("queue_pause", {});
     for (let i = 0; i < tickets; i++) await client.request("ticket_create", { projectRoot: ws.project, title: `bench ticket ${i}`, ticketType: "TASK" });
     const doneDir = path.join(ws.project, ".pu", "tickets", "done");
