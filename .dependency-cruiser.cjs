@@ -21,7 +21,7 @@ const ENGINE_FLOORS = [
   ["agents", ["agents/"]],
   ["worktrees-gates-automation", ["worktrees/", "gates/", "automation/"]],
   ["orchestration", ["orchestration/"]],
-  ["services", ["services\\.ts$", "recovery\\.ts$"]],
+  ["services", ["services\\.ts$", "recovery\\.ts$", "daemon-service\\.ts$"]],
   ["handlers", ["handlers/", "handlers\\.ts$"]],
   ["daemon", ["daemon\\.ts$"]],
 ];

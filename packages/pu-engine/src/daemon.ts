@@ -20,6 +20,8 @@ import { Scheduler } from "./automation/schedules.js";
 import { TriggerRunner } from "./automation/triggers.js";
 import { OperatorStateStore, operatorStatePath } from "./orchestration/queue/state-store.js";
 import { SlotLedger } from "./orchestration/slots.js";
+import { AutomationService } from "./automation/automation-service.js";
+import { DaemonService } from "./daemon-service.js";
 
 /** How long a stopping agent gets between SIGTERM and SIGKILL. */
 export const STOP_GRACE_MS = 5000;
@@ -143,7 +145,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService }),
+      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), automation: new AutomationService(state), daemon: new DaemonService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();

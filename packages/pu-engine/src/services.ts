@@ -3,6 +3,8 @@
  * daemon.ts builds on it. A handler reaches a service only through here.
  */
 import type { AgentService } from "./agents/agent-service.js";
+import type { AutomationService } from "./automation/automation-service.js";
+import type { DaemonService } from "./daemon-service.js";
 import { OwnedWork } from "./agents/owners.js";
 import type { GroupService } from "./orchestration/groups/group-service.js";
 import type { PlanService } from "./orchestration/plans/plan-service.js";
@@ -15,6 +17,8 @@ export interface EngineServices {
   state: EngineState;
   agents: AgentService;
   worktrees: WorktreeService;
+  automation: AutomationService;
+  daemon: DaemonService;
   statusWatch: StatusWatch;
   plans: PlanService;
   groups: GroupService;

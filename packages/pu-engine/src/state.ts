@@ -44,6 +44,13 @@ export class EngineState {
     this.events = new EngineEvents((event, error) => log.event("listener_error", { event, error }));
   }
 
+  /** Has the stream's connection sent `notice()` when the daemon begins to stop, for as long as it is open. */
+  noticeOnShutdown(ctx: ConnectionContext, notice: () => NoticeEvent): void {
+    const send = () => void ctx.send(notice());
+    this.shutdownNotices.add(send);
+    ctx.onClose(() => this.shutdownNotices.delete(send));
+  }
+
   /**
    * Resolves a request's projectRoot and checks it is a pu project; remembers it for recovery.
    * NOT_INITIALIZED when `.pu/manifest.json` is missing.
@@ -112,10 +119,4 @@ export function nowIso(): string {
   return new Date().toISOString();
 }
 
-/** Has the stream's connection sent `notice()` when the daemon begins to stop, for as long as it is open. */
-export function noticeOnShutdown(state: EngineState, ctx: ConnectionContext, notice: () => NoticeEvent): void {
-  const send = () => void ctx.send(notice());
-  state.shutdownNotices.add(send);
-  ctx.onClose(() => state.shutdownNotices.delete(send));
-}
 

@@ -5,6 +5,8 @@ import type { ConnectionContext } from "@pu/ipc/server";
 import { sessionReadiness, type LiveAgent, type SessionReadiness } from "./session/live-agent.js";
 import type { AgentStatusChange } from "./engine-events.js";
 import type { EngineState } from "./state.js";
+import { PuError } from "@pu/core/errors";
+import { narrowToAgent } from "@pu/ipc/status-report";
 
 /** Output is coalesced: status is recomputed at most this often while an agent prints. */
 const OUTPUT_RECOMPUTE_MS = 100;
@@ -69,7 +71,7 @@ function agentView(state: EngineState, entry: AgentEntry, worktreeId: string | u
 }
 
 /** The manifest with every agent's status computed now (see AgentView). */
-export function buildStatusReport(state: EngineState, m: Manifest): StatusReport {
+function buildStatusReport(state: EngineState, m: Manifest): StatusReport {
   const worktrees: Record<string, WorktreeView> = {};
   for (const [id, wt] of Object.entries(m.worktrees)) {
     const agents: Record<string, AgentView> = {};
@@ -108,6 +110,15 @@ export class StatusWatch {
       state.events.on("agent_turn_signal", ({ live }) => this.recompute(live)),
       state.events.on("manifest_changed", ({ projectRoot }) => this.schedulePush(projectRoot)),
     ];
+  }
+
+  /** The project's status now (`pu status`): every agent, or the one asked for (AGENT_NOT_FOUND when it is not there). */
+  async report(root: string, agentId?: string): Promise<StatusReport> {
+    const report = buildStatusReport(this.state, await this.state.store.read(root));
+    if (agentId === undefined) return report;
+    const narrowed = narrowToAgent(report, agentId);
+    if (!narrowed) throw new PuError("AGENT_NOT_FOUND", `no agent ${agentId} in ${report.projectRoot}`);
+    return narrowed;
   }
 
   /** Starts watching a freshly registered session. */

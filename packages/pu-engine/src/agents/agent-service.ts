@@ -1,14 +1,19 @@
 /**
  * A person's requests about agents that exist: resume (`pu play`), input and typed text
- * (`pu send`), kill and suspend (`pu bench`). Kill and suspend name
+ * (`pu send`), output (`pu logs`), window size, names (`pu rename`), kill and suspend
+ * (`pu bench`). Kill and suspend name
  * their agents the same way (an id, or a sweep over the project) and skip the same kinds
  * of agent (the caller, one not running, one already gone, one the orchestrator owns), so
  * the target rules live here once; the handlers only shape the reply.
  */
 import { submitPauseMs } from "@pu/core/agent-types";
 import { PuError } from "@pu/core/errors";
-import { listAgents, type AgentEntry, type AgentLocation, type Manifest } from "@pu/core/manifest";
-import type { KillResult, SuspendResult } from "@pu/ipc/protocol";
+import { findAgent, listAgents, type AgentEntry, type AgentLocation, type Manifest } from "@pu/core/manifest";
+import { normalizeWorktreeName, validateAgentName } from "@pu/core/names";
+import type { AttachResult, KillResult, LogsResult, RequestOf, ResultOf, ScreenView, SuspendResult } from "@pu/ipc/protocol";
+import type { ViewerSink } from "../session/ring-viewer.js";
+import { sessionReadiness } from "../session/live-agent.js";
+import type { ScreenModel } from "../session/screen-model.js";
 import type { LiveAgent } from "../session/live-agent.js";
 import type { EngineState } from "../state.js";
 import { resumeAgent } from "./launcher.js";
@@ -79,6 +84,90 @@ export class AgentService {
     const written = await typeText(live.session, text, { submit, submitPauseMs: submitPauseMs(live.agentType) });
     if (!written) throw new PuError("INVALID_STATE", `${agentId} exited while the text was typed`);
     return Buffer.byteLength(text) + (submit ? 1 : 0);
+  }
+
+  /** The output the daemon still holds for an agent: raw bytes as the PTY wrote them (all, or the last `tail`), or the rendered screen. */
+  async output(agentId: string, req: { screen?: boolean | undefined; tail?: number | undefined }): Promise<LogsResult> {
+    const { session } = await requireSession(this.state, agentId);
+    let result: LogsResult;
+    if (req.screen) {
+      // Output still queued for the screen model is parsed first: the reply shows everything received.
+      await session.screen.settle();
+      result = { data: new Uint8Array(0), offset: session.ring.endOffset, endOffset: session.ring.endOffset, exited: session.exitCode !== null, screen: screenView(session.screen) };
+    } else {
+      const slice = req.tail === undefined ? session.ring.read() : session.ring.tail(req.tail);
+      result = { data: slice.data, offset: slice.offset, endOffset: session.ring.endOffset, exited: session.exitCode !== null };
+    }
+    if (session.exitCode !== null) result.exitCode = session.exitCode;
+    return result;
+  }
+
+  /**
+   * A viewer of the agent's terminal: replay from `fromOffset` (or as far back as the ring
+   * holds), then live output, at the sink's own pace. `viewerId` names it for window sizes;
+   * `detach` closes it and drops its size.
+   */
+  async attach(agentId: string, fromOffset: number | undefined, viewerId: number, sink: ViewerSink): Promise<{ result: Omit<AttachResult, "agentId">; running: () => boolean; detach: () => void }> {
+    const { session } = await requireSession(this.state, agentId);
+    // The viewer starts sending on the next turn, after the reply has been queued.
+    const viewer = session.addViewer(fromOffset, sink);
+    const result: Omit<AttachResult, "agentId"> = {
+      offset: viewer.startOffset,
+      endOffset: session.ring.endOffset,
+      cols: session.cols,
+      rows: session.rows,
+      exited: session.exitCode !== null,
+    };
+    if (session.exitCode !== null) result.exitCode = session.exitCode;
+    return {
+      result,
+      running: () => session.exitCode === null,
+      detach: () => {
+        viewer.close();
+        session.dropViewerSize(viewerId);
+      },
+    };
+  }
+
+  /**
+   * A turn state reported by the agent's own CLI through its hook (`pu signal`): it wins over
+   * what the screen suggests until the next Enter reaches the agent.
+   */
+  async signal(agentId: string, kind: RequestOf<"agent_signal">["signal"]): Promise<ResultOf<"agent_signal">> {
+    const live = await requireSession(this.state, agentId);
+    if (live.session.exitCode !== null) throw new PuError("INVALID_STATE", `${agentId} has exited; its signals no longer count`);
+    live.turnSignal = { kind, at: Date.now() };
+    this.state.events.emit("agent_turn_signal", { live });
+    const readiness = sessionReadiness(live);
+    return { agentId, status: readiness.status, ...(readiness.waitingReason ? { waitingReason: readiness.waitingReason } : {}) };
+  }
+
+  /** Records one viewer's window size; the PTY takes the smallest. Returns the size it now has. */
+  async resize(agentId: string, viewerId: number, cols: number, rows: number): Promise<{ cols: number; rows: number }> {
+    const { session } = await requireSession(this.state, agentId);
+    session.setViewerSize(viewerId, cols, rows);
+    return { cols: session.cols, rows: session.rows };
+  }
+
+  /**
+   * Renames an agent (free text) or a worktree. A worktree's name is only its display
+   * name: its branch keeps the name it was created with.
+   */
+  rename(root: string, target: string, newName: string): Promise<{ target: string; name: string }> {
+    return this.state.updateManifest(root, (m) => {
+      const wt = Object.hasOwn(m.worktrees, target) ? m.worktrees[target] : undefined;
+      if (wt) {
+        const name = normalizeWorktreeName(newName);
+        const clash = Object.values(m.worktrees).find((w) => w.id !== wt.id && w.name === name && w.status !== "cleaned");
+        if (clash) throw new PuError("INVALID_ARGUMENT", `worktree ${clash.id} is already named ${name}`);
+        wt.name = name;
+        return { target: wt.id, name };
+      }
+      const found = findAgent(m, target);
+      if (!found) throw new PuError(target.startsWith("wt-") ? "WORKTREE_NOT_FOUND" : "AGENT_NOT_FOUND", `no agent or worktree ${target} in ${root}`);
+      found.agent.name = validateAgentName(newName);
+      return { target: found.agent.id, name: found.agent.name };
+    });
   }
 
   /** The agent's session, refused with the reason when it takes no input (benched, or exited). */
@@ -162,6 +251,21 @@ export class AgentService {
     }
     return { skipped, toStop };
   }
+}
+
+function screenView(screen: ScreenModel): ScreenView {
+  const snap = screen.snapshot();
+  return {
+    cols: snap.cols,
+    rows: snap.rows,
+    lines: snap.lines,
+    cursor: snap.cursor,
+    alternateScreen: snap.alternateScreen,
+    title: snap.title,
+    contentHash: snap.contentHash,
+    lastContentChange: snap.lastContentChange === null ? null : new Date(snap.lastContentChange).toISOString(),
+    skippedBytes: snap.skippedBytes,
+  };
 }
 
 /** An agent may not stop itself by id (a sweep skips it instead). */

@@ -1,60 +1,44 @@
 import type { AttachResult, RequestOf } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
+import type { EngineServices } from "../services.js";
 import type { ViewerSink } from "../session/ring-viewer.js";
-import { requireSession } from "../agents/registry.js";
-import { noticeOnShutdown, type EngineState } from "../state.js";
+
+export type AttachContext = Pick<EngineServices, "state" | "agents">;
 
 /**
  * Replies with where the replay starts, then streams output/notice/exit events for this
  * viewer at the connection's own pace. Input and resize arrive as separate requests.
  */
-export async function handleAttach(state: EngineState, req: RequestOf<"attach">, ctx: ConnectionContext): Promise<AttachResult> {
-  const live = await requireSession(state, req.agentId);
-  const { session } = live;
+export async function handleAttach(ctx: AttachContext, req: RequestOf<"attach">, conn: ConnectionContext): Promise<AttachResult> {
   const { id, agentId } = req;
   // The connection calls its drain listeners on every drain; the viewer wants one call per pause.
   let drainWaiter: (() => void) | undefined;
-  ctx.onDrain(() => {
+  conn.onDrain(() => {
     const waiter = drainWaiter;
     drainWaiter = undefined;
     waiter?.();
   });
   const sink: ViewerSink = {
-    sendOutput: (data, offset) => ctx.send({ type: "output", id, agentId, data, offset }),
+    sendOutput: (data, offset) => conn.send({ type: "output", id, agentId, data, offset }),
     sendNotice: (message, skippedBytes) => {
-      ctx.send({ type: "notice", id, agentId, code: "SKIPPED", message, skippedBytes });
+      conn.send({ type: "notice", id, agentId, code: "SKIPPED", message, skippedBytes });
     },
     sendExit: (exitCode) => {
-      ctx.send({ type: "exit", id, agentId, exitCode });
+      conn.send({ type: "exit", id, agentId, exitCode });
     },
-    bufferedBytes: () => ctx.bufferedBytes(),
+    bufferedBytes: () => conn.bufferedBytes(),
     onDrain: (cb) => {
       drainWaiter = cb;
     },
   };
-  // The viewer starts sending on the next turn, after this reply has been queued.
-  const viewer = session.addViewer(req.fromOffset, sink);
-  ctx.onClose(() => {
-    viewer.close();
-    session.dropViewerSize(ctx.connectionId);
-  });
-  noticeOnShutdown(state, ctx, () => ({
+  const attached = await ctx.agents.attach(agentId, req.fromOffset, conn.connectionId, sink);
+  conn.onClose(attached.detach);
+  ctx.state.noticeOnShutdown(conn, () => ({
     type: "notice",
     id,
     agentId,
     code: "SHUTDOWN",
-    message: session.exitCode === null
-      ? `the pu daemon is stopping; ${agentId} is suspended (\`pu play ${agentId}\` resumes it)`
-      : "the pu daemon is stopping",
+    message: attached.running() ? `the pu daemon is stopping; ${agentId} is suspended (\`pu play ${agentId}\` resumes it)` : "the pu daemon is stopping",
   }));
-  const result: AttachResult = {
-    agentId,
-    offset: viewer.startOffset,
-    endOffset: session.ring.endOffset,
-    cols: session.cols,
-    rows: session.rows,
-    exited: session.exitCode !== null,
-  };
-  if (session.exitCode !== null) result.exitCode = session.exitCode;
-  return result;
+  return { agentId, ...attached.result };
 }

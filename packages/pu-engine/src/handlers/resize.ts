@@ -1,11 +1,10 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
-import { requireSession } from "../agents/registry.js";
-import type { EngineState } from "../state.js";
+import type { EngineServices } from "../services.js";
+
+export type ResizeContext = Pick<EngineServices, "agents">;
 
 /** Records the asking connection's window size; the reply is the size the PTY now has. */
-export async function handleResize(state: EngineState, req: RequestOf<"resize">, ctx: ConnectionContext): Promise<ResultOf<"resize">> {
-  const { session } = await requireSession(state, req.agentId);
-  session.setViewerSize(ctx.connectionId, req.cols, req.rows);
-  return { cols: session.cols, rows: session.rows };
+export async function handleResize(ctx: ResizeContext, req: RequestOf<"resize">, conn: ConnectionContext): Promise<ResultOf<"resize">> {
+  return ctx.agents.resize(req.agentId, conn.connectionId, req.cols, req.rows);
 }

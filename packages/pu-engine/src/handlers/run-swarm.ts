@@ -1,8 +1,8 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
-import type { EngineState } from "../state.js";
-import { runSwarm } from "../automation/swarm.js";
+import type { EngineServices } from "../services.js";
 
-export async function handleRunSwarm(state: EngineState, req: RequestOf<"run_swarm">): Promise<ResultOf<"run_swarm">> {
-  const root = await state.project(req.projectRoot);
-  return runSwarm(state, root, req.name, req.vars);
+export type RunSwarmContext = Pick<EngineServices, "state" | "automation">;
+
+export async function handleRunSwarm(ctx: RunSwarmContext, req: RequestOf<"run_swarm">): Promise<ResultOf<"run_swarm">> {
+  return ctx.automation.runSwarm(await ctx.state.project(req.projectRoot), req.name, req.vars);
 }

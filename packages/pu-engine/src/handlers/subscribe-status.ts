@@ -1,7 +1,6 @@
 import type { RequestOf, StatusReport } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
 import type { EngineServices } from "../services.js";
-import { noticeOnShutdown } from "../state.js";
 
 /** Replies with the report now; status_event frames follow on this connection until it closes. */
 export async function handleSubscribeStatus(
@@ -11,7 +10,7 @@ export async function handleSubscribeStatus(
 ): Promise<StatusReport> {
   const root = await state.project(req.projectRoot);
   const report = await statusWatch.subscribe(root, req.id, ctx, await state.store.read(root));
-  noticeOnShutdown(state, ctx, () => ({
+  state.noticeOnShutdown(ctx, () => ({
     type: "notice",
     id: req.id,
     code: "SHUTDOWN",
