@@ -1,5 +1,6 @@
 import { escapeControlCharacters } from "@pu/core/names";
 import type { WorktreeEntry } from "@pu/core/manifest";
+import { statusLabel } from "@pu/core/status-label";
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
 import { formatDuration, paint, truncate, type Style } from "./format.js";
 
@@ -49,17 +50,7 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
     agent: agent.id,
     name: agent.name,
     type: agent.agentType,
-    // The seed's status has no "succeeded": an agent that finished cleanly says so beside it.
-    status: agent.suspended
-      ? `${agent.status} (benched)`
-      : finishedByPu(agent)
-        ? "broken (done)"
-        : agent.status === "broken" && agent.exitCode === 0
-        ? "broken (exited 0)"
-        : // Why it waits, where that tells a person something: a finished turn, a dialog.
-          agent.status === "waiting" && (agent.waitingReason === "turn_end" || agent.waitingReason === "permission")
-          ? `waiting (${agent.waitingReason === "turn_end" ? "done" : "permission"})`
-          : agent.status,
+    status: statusLabel(agent),
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
     // "exit 143" is kept for real failures; pu's own stop after the work is said as such.
     pidExit: finishedByPu(agent) ? `stopped by ${agent.finishedBy}` : pidOrExit(agent),

@@ -1,0 +1,32 @@
+// The words a person reads for an agent's status, the same in `pu status` and in `pu web`'s
+// page. Pure and free of Node built-ins: the page's bundle imports it too.
+import type { AgentStatus } from "./manifest.js";
+import type { WaitingReason } from "./status.js";
+
+export interface StatusLabelInputs {
+  status: AgentStatus;
+  suspended?: boolean | null | undefined;
+  exitCode?: number | null | undefined;
+  waitingReason?: WaitingReason | undefined;
+  /** Set when pu itself stopped the agent after its work was done (the queue, a group). */
+  finishedBy?: string | null | undefined;
+}
+
+/**
+ * `waiting (done)` for a finished turn, `waiting (permission)` for a dialog, `broken (done)` for one pu
+ * stopped after its work, `broken (exited 0)` for an agent that finished cleanly (the seed's status has no "succeeded"), `waiting (benched)`
+ * for a suspended one; otherwise the status itself.
+ */
+export function statusLabel(agent: StatusLabelInputs): string {
+  if (agent.suspended) return `${agent.status} (benched)`;
+  if (agent.status === "broken" && agent.finishedBy) return "broken (done)";
+  if (agent.status === "broken" && agent.exitCode === 0) return "broken (exited 0)";
+  if (agent.status === "waiting" && agent.waitingReason === "turn_end") return "waiting (done)";
+  if (agent.status === "waiting" && agent.waitingReason === "permission") return "waiting (permission)";
+  return agent.status;
+}
+
+/** A turn ended or a dialog asks: the agent waits for a person (what `pu web` notifies about). */
+export function waitsForPerson(agent: StatusLabelInputs): boolean {
+  return !agent.suspended && agent.status === "waiting" && (agent.waitingReason === "turn_end" || agent.waitingReason === "permission");
+}

@@ -1,0 +1,99 @@
+// `pu-web --home DIR [--port N] [--bind ADDR --insecure-bind]`: the `pu web` server. Started
+// detached by `pu web`; a client of the daemon like the CLI (it owns no agent and no file but
+// its own web.json and web.log). It stops on `pu web stop` (SIGTERM or the CLI's stop request)
+// and when the daemon goes away.
+import { readFileSync, rmSync } from "node:fs";
+import { parseArgs } from "node:util";
+import writeFileAtomic from "write-file-atomic";
+import { webLogPath, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
+import { AccessGuard } from "./access-guard.js";
+import { DaemonBridge } from "./daemon-bridge.js";
+import { listenAll, loopbackAddresses } from "./listen.js";
+import { openWebLog } from "./web-log.js";
+import { WebServer } from "./web-server.js";
+
+interface ServerArgs {
+  home: string;
+  port: number;
+  bind: string | undefined;
+}
+
+function parseServerArgs(argv: string[]): ServerArgs {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      home: { type: "string" },
+      port: { type: "string" },
+      bind: { type: "string" },
+      "insecure-bind": { type: "boolean" },
+    },
+    strict: true,
+  });
+  if (!values.home) throw new Error("--home is required");
+  const port = values.port === undefined ? 0 : Number(values.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0-65535, not ${values.port}`);
+  // `pu web` checks this too; the server refuses on its own so no other caller can skip it.
+  if (values.bind !== undefined && !loopbackAddresses().includes(values.bind) && !values["insecure-bind"]) {
+    throw new Error(`--bind ${values.bind} is not a loopback address; add --insecure-bind to serve on it (a login token is still required)`);
+  }
+  return { home: values.home, port, bind: values.bind };
+}
+
+export async function runWebServerFromArgv(argv: string[]): Promise<void> {
+  let args: ServerArgs;
+  try {
+    args = parseServerArgs(argv);
+  } catch (error) {
+    process.stderr.write(`pu-web: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(2);
+  }
+  const log = openWebLog(webLogPath(args.home));
+  const filePath = webServerFilePath(args.home);
+  let bridge: DaemonBridge;
+  try {
+    bridge = await DaemonBridge.connect(args.home, log);
+  } catch (error) {
+    log.event("daemon_unreachable", { error });
+    process.stderr.write(`pu-web: cannot reach the pu daemon: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(4);
+  }
+  const server = new WebServer(bridge, log);
+  const addresses = args.bind === undefined ? ["127.0.0.1", "::1"] : [args.bind];
+  const { port, listening } = await listenAll(server.makeHttpServer, addresses, args.port);
+  const guard = new AccessGuard(args.bind === undefined ? loopbackAddresses() : [args.bind], port);
+  server.useGuard(guard);
+  const file: WebServerFile = {
+    version: 1,
+    pid: process.pid,
+    host: addresses[0]!,
+    port,
+    listening,
+    secret: guard.secret,
+    startedAt: new Date().toISOString(),
+  };
+  await writeFileAtomic(filePath, JSON.stringify(file, null, 2) + "\n", { mode: 0o600 });
+  log.event("listening", { port, listening, daemonPid: bridge.daemonPid });
+
+  let stopping = false;
+  const stop = (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.event("stopping", { why });
+    // Only our own file: a newer server may have replaced it.
+    try {
+      const current = JSON.parse(readFileSync(filePath, "utf8")) as { pid?: number };
+      if (current.pid === process.pid) rmSync(filePath, { force: true });
+    } catch {
+      // gone already
+    }
+    server.close();
+    bridge.close();
+    log.close();
+    setTimeout(() => process.exit(0), 50).unref();
+  };
+  server.onStop(() => stop("pu web stop"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  void bridge.lost.then((why) => stop(why));
+}
+
