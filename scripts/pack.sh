@@ -5,7 +5,7 @@
 #   bash scripts/pack.sh [DEST] [--no-build]
 #
 # DEST defaults to ./packed. Prints one tarball path per line, in install order
-# (core, ipc, engine, cli). Then, for a working `pu` on PATH:
+# (core, ipc, web, engine, cli). Then, for a working `pu` on PATH:
 #
 #   npm install -g DEST/*.tgz        (see docs/install.md)
 set -euo pipefail
@@ -24,7 +24,7 @@ dest=${dest:-packed}
 mkdir -p "$dest"
 dest=$(cd "$dest" && pwd)
 
-packages="pu-core pu-ipc pu-engine pu-cli"
+packages="pu-core pu-ipc pu-web pu-engine pu-cli"
 if [ "$build" = 1 ]; then
   # From clean: tsc never deletes the output of a source that was renamed or removed, and
   # turbo's cache would restore such leftovers.
@@ -38,7 +38,7 @@ for pkg in $packages; do
   stale=""
   while IFS= read -r js; do
     rel=${js#packages/$pkg/dist/}
-    case $rel in pu.cjs) continue ;; esac
+    case $rel in pu.cjs|page/*) continue ;; esac
     [ -f "packages/$pkg/src/${rel%.js}.ts" ] || stale="$stale $js"
   done < <(find "packages/$pkg/dist" -name '*.js' 2>/dev/null)
   if [ ! -d "packages/$pkg/dist" ]; then

@@ -1,0 +1,210 @@
+// `pu web`'s guard from outside a browser: raw HTTP and WebSocket requests with the wrong Host,
+// the wrong or no Origin, no session, a forged form post, a spent login link; where it listens;
+// where its secret and tokens are (never in `ps`, the logs, or a file others can read); and
+// that it stops with `pu web stop` and with the daemon.
+import { readdirSync, readFileSync, statSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { PuSandbox } from "../helpers/pu-sandbox.js";
+import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
+import { login, rawRequest, readWebFile, sessionCookie, startWeb, tokenOf } from "../helpers/web.js";
+
+/** Every process's command line on this machine (what `ps` shows). */
+function allCommandLines(): string {
+  const out: string[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      out.push(readFileSync(`/proc/${entry}/cmdline`, "utf8").replace(/\0/g, " "));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out.join("\n");
+}
+
+/** Opens a WebSocket with these headers; resolves with the refusal status, or "open". */
+function tryUpgrade(port: number, pathAndQuery: string, headers: Record<string, string>): Promise<number | "open"> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}${pathAndQuery}`, { headers });
+    ws.on("open", () => {
+      ws.close();
+      resolve("open");
+    });
+    ws.on("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+    ws.on("error", () => resolve(0));
+  });
+}
+
+describe("pu web: what the guard lets through", { timeout: 120_000 }, () => {
+  let sb: PuSandbox;
+  let port: number;
+  let host: string;
+  let origin: string;
+
+  beforeAll(async () => {
+    sb = new PuSandbox("pu-e2e-web-guard-");
+    await sb.ok(["init"]);
+    const started = await startWeb(sb);
+    port = started.port;
+    host = `127.0.0.1:${port}`;
+    origin = `http://${host}`;
+  });
+  afterAll(async () => {
+    const leftovers = await sb.teardown();
+    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
+  }, 60_000);
+
+  it("listens on loopback only, and refuses another --bind without --insecure-bind", async () => {
+    expect(readWebFile(sb.home).listening.every((a) => a === "127.0.0.1" || a === "::1")).toBe(true);
+    const outside = Object.values(os.networkInterfaces())
+      .flat()
+      .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
+    if (outside) {
+      const reached = await rawRequest(port, "GET", "/", { host }).then(() => true);
+      expect(reached).toBe(true);
+      const other = await new Promise<string>((resolve) => {
+        import("node:net").then(({ connect }) => {
+          const socket = connect({ host: outside, port }, () => {
+            socket.destroy();
+            resolve("connected");
+          });
+          socket.on("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? "error"));
+        });
+      });
+      expect(other).toBe("ECONNREFUSED");
+    }
+    const bind = await sb.pu(["web", "--no-open", "--bind", "0.0.0.0"]);
+    expect(bind.code).toBe(2);
+    expect(bind.stderr.trim().split("\n")).toHaveLength(1);
+    expect(bind.stderr).toContain("--insecure-bind");
+  });
+
+  it("answers 403 to any other Host before looking at anything else (DNS rebinding), without spending the login link", async () => {
+    const { url } = await startWeb(sb);
+    const token = tokenOf(url);
+    for (const badHost of ["evil.example", `evil.example:${port}`, `127.0.0.1:${port + 1}`, "127.0.0.1", `localhost.evil.example:${port}`]) {
+      const res = await rawRequest(port, "GET", `/login?token=${token}`, { host: badHost });
+      expect(res.status, badHost).toBe(403);
+      expect(res.body.trim()).toBe("forbidden");
+      expect(res.headers["set-cookie"]).toBeUndefined();
+    }
+    expect((await rawRequest(port, "POST", "/cli/login-token", { host: "evil.example", authorization: `Bearer ${readWebFile(sb.home).secret}` })).status).toBe(403);
+    // The link still works on the right Host: nothing before the Host check consumed it.
+    const ok = await rawRequest(port, "GET", `/login?token=${token}`, { host: `localhost:${port}` });
+    expect(ok.status).toBe(303);
+  });
+
+  it("a login link works once, sets an HttpOnly SameSite=Strict cookie and redirects to a URL without the token", async () => {
+    const { url } = await startWeb(sb);
+    const first = await rawRequest(port, "GET", `/login?token=${tokenOf(url)}`, { host });
+    expect(first.status).toBe(303);
+    expect(first.headers.location).toBe("/");
+    const setCookie = String(first.headers["set-cookie"]);
+    expect(setCookie).toMatch(/HttpOnly/);
+    expect(setCookie).toMatch(/SameSite=Strict/);
+    expect(first.headers["referrer-policy"]).toBe("no-referrer");
+    const again = await rawRequest(port, "GET", `/login?token=${tokenOf(url)}`, { host });
+    expect(again.status).toBe(401);
+    expect(again.body.trim()).toBe("unauthorized");
+    expect((await rawRequest(port, "GET", "/login?token=made-up", { host })).status).toBe(401);
+  });
+
+  it("without a session every page, file, API call and WebSocket is 401", async () => {
+    for (const p of ["/", "/assets/app.js", "/assets/app.css", "/api/projects"]) {
+      const res = await rawRequest(port, "GET", p, { host });
+      expect(res.status, p).toBe(401);
+      expect(res.body.trim()).toBe("unauthorized");
+    }
+    expect((await rawRequest(port, "POST", "/api/request", { host, origin, "content-type": "application/json" }, '{"type":"status"}')).status).toBe(401);
+    expect(await tryUpgrade(port, "/ws/status", { origin })).toBe(401);
+    expect(await tryUpgrade(port, "/ws/terminal?agent=ag-abcdefgh", { origin })).toBe(401);
+    expect((await rawRequest(port, "GET", "/", { host, cookie: `pu_session_${port}=forged` })).status).toBe(401);
+    expect((await rawRequest(port, "POST", "/cli/login-token", { host, authorization: "Bearer not-the-secret" })).status).toBe(401);
+  });
+
+  it("a WebSocket upgrade needs this server's Origin, even with a session", async () => {
+    const { cookie } = await login(sb, port);
+    expect(await tryUpgrade(port, "/ws/status", { cookie, origin: "http://evil.example" })).toBe(403);
+    expect(await tryUpgrade(port, "/ws/status", { cookie, origin: `http://127.0.0.1:${port + 1}` })).toBe(403);
+    expect(await tryUpgrade(port, "/ws/status", { cookie })).toBe(403);
+    expect(await tryUpgrade(port, "/ws/status", { cookie, origin, host: "evil.example" })).toBe(403);
+    expect(await tryUpgrade(port, "/ws/status", { cookie, origin })).toBe("open");
+  });
+
+  it("a state-changing request needs the CSRF header: a cross-site form post is refused and changes nothing", async () => {
+    const { cookie, csrf } = await login(sb, port);
+    expect(csrf.length).toBeGreaterThan(20);
+    const pause = JSON.stringify({ type: "queue_pause", fields: {} });
+    const paused = async () => (await sb.puJson<{ paused: boolean }>(["queue"])).paused;
+    // What a form on evil.example can send: the browser adds the cookie only for a top-level
+    // navigation with SameSite=Lax, but even if it did, neither the header nor JSON is possible.
+    const form = await rawRequest(port, "POST", "/api/request", { host, cookie, origin: "http://evil.example", "content-type": "application/x-www-form-urlencoded" }, "type=queue_pause");
+    expect(form.status).toBe(403);
+    const noHeader = await rawRequest(port, "POST", "/api/request", { host, cookie, origin, "content-type": "application/json" }, pause);
+    expect(noHeader.status).toBe(403);
+    const wrongToken = await rawRequest(port, "POST", "/api/request", { host, cookie, origin, "content-type": "application/json", "x-pu-csrf": "guess" }, pause);
+    expect(wrongToken.status).toBe(403);
+    const crossSite = await rawRequest(port, "POST", "/api/request", { host, cookie, "sec-fetch-site": "cross-site", "content-type": "application/json", "x-pu-csrf": csrf }, pause);
+    expect(crossSite.status).toBe(403);
+    const textPlain = await rawRequest(port, "POST", "/api/request", { host, cookie, origin, "content-type": "text/plain", "x-pu-csrf": csrf }, pause);
+    expect(textPlain.status).toBe(415);
+    expect(await paused()).toBe(false);
+
+    const ok = await rawRequest(port, "POST", "/api/request", { host, cookie, origin, "content-type": "application/json", "x-pu-csrf": csrf }, pause);
+    expect(ok.status).toBe(200);
+    expect(JSON.parse(ok.body)).toMatchObject({ ok: true, result: { paused: true } });
+    expect(await paused()).toBe(true);
+    await sb.ok(["queue", "resume"]);
+  });
+
+  it("the page may make only its own requests, only on projects the daemon knows", async () => {
+    const { cookie, csrf } = await login(sb, port);
+    const headers = { host, cookie, origin, "content-type": "application/json", "x-pu-csrf": csrf };
+    const send = async (body: unknown) => JSON.parse((await rawRequest(port, "POST", "/api/request", headers, JSON.stringify(body))).body) as { ok: boolean; message?: string };
+    expect(await send({ type: "shutdown", fields: {} })).toMatchObject({ ok: false, message: "not a request the page may make" });
+    expect(await send({ type: "init", fields: { projectRoot: "/tmp" } })).toMatchObject({ ok: false });
+    const elsewhere = await send({ type: "spawn", fields: { projectRoot: os.tmpdir(), command: "touch /tmp/pwned" } });
+    expect(elsewhere).toMatchObject({ ok: false, message: "not a project the pu daemon knows" });
+    expect(await send({ type: "kill", fields: { projectRoot: sb.root, target: 42 } })).toMatchObject({ ok: false });
+    expect(isProcessAlive(readWebFile(sb.home).pid)).toBe(true);
+    const page = await rawRequest(port, "GET", "/", { host, cookie });
+    expect(page.headers["content-security-policy"]).toMatch(/script-src 'self'/);
+    expect(page.headers["content-security-policy"]).toMatch(/frame-ancestors 'none'/);
+    expect(page.headers["x-frame-options"]).toBe("DENY");
+  });
+
+  it("the secret and login tokens never show in ps, daemon.log or web.log; web.json is 0600", async () => {
+    const { url } = await startWeb(sb);
+    const token = tokenOf(url);
+    const { secret } = readWebFile(sb.home);
+    const commandLines = allCommandLines();
+    expect(commandLines).toContain("pu-web");
+    expect(commandLines).not.toContain(token);
+    expect(commandLines).not.toContain(secret);
+    for (const log of ["daemon.log", "web.log"]) {
+      const text = readFileSync(path.join(sb.home, log), "utf8");
+      expect(text, log).not.toContain(token);
+      expect(text, log).not.toContain(secret);
+      expect(text, log).not.toContain("token=");
+    }
+    expect(statSync(path.join(sb.home, "web.json")).mode & 0o777).toBe(0o600);
+    expect(statSync(path.join(sb.home, "web.log")).mode & 0o777).toBe(0o600);
+  });
+
+  it("`pu web` finds the running server; `pu web stop` stops it; the daemon stopping stops it too", async () => {
+    const running = readWebFile(sb.home);
+    const again = await startWeb(sb);
+    expect(again).toMatchObject({ started: false, pid: running.pid, port: running.port });
+    expect(await sb.ok(["web", "stop"])).toBe(`pu web stopped (pid ${running.pid})\n`);
+    expect(isProcessAlive(running.pid)).toBe(false);
+    expect(await sb.ok(["web", "stop"])).toBe("pu web is not running\n");
+
+    const restarted = await startWeb(sb);
+    expect(restarted.started).toBe(true);
+    await sb.ok(["daemon", "stop"]);
+    await waitFor("pu web to stop with the daemon", () => !isProcessAlive(restarted.pid), 10_000);
+  });
+});
