@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { PuSandbox } from "../helpers/pu-sandbox.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
-import { login, rawRequest, readWebFile, sessionCookie, startWeb, tokenOf } from "../helpers/web.js";
+import { login, rawRequest, readWebFile, startWeb, tokenOf } from "../helpers/web.js";
 
 /** Every process's command line on this machine (what `ps` shows). */
 function allCommandLines(): string {

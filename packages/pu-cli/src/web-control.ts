@@ -29,7 +29,7 @@ export interface WebServerRunning {
 }
 
 /** The server's record, or undefined when there is none or its process is gone. */
-export function readWebServerFile(home: string): WebServerFile | undefined {
+function readWebServerFile(home: string): WebServerFile | undefined {
   const filePath = webServerFilePath(home);
   let text: string;
   try {

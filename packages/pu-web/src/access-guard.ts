@@ -13,7 +13,7 @@ import type { IncomingMessage } from "node:http";
 const LOGIN_TOKEN_TTL_MS = 15 * 60_000;
 /** Outstanding login links kept at most (the oldest is dropped). */
 const MAX_LOGIN_TOKENS = 64;
-export const CSRF_HEADER = "x-pu-csrf";
+const CSRF_HEADER = "x-pu-csrf";
 
 export interface Session {
   csrf: string;
@@ -29,7 +29,7 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /** `host:port` as a browser writes it in Host (IPv6 literals in brackets), lowercased. */
-export function hostWithPort(host: string, port: number): string {
+function hostWithPort(host: string, port: number): string {
   return `${host.includes(":") ? `[${host}]` : host}:${port}`.toLowerCase();
 }
 

@@ -12,7 +12,7 @@ import type { WebLog } from "./web-log.js";
 const CLIENT_NAME = "pu-web";
 
 /** The daemon requests the page may make (everything else is refused before the daemon sees it). */
-export const PAGE_REQUESTS = [
+const PAGE_REQUESTS = [
   "status",
   "spawn",
   "type_text",

@@ -10,7 +10,7 @@ import { act, button, dialog } from "./ui.js";
 
 const AGENT_TYPES = ["claude", "codex", "opencode", "terminal"];
 
-export function sendPrompt(agentId: string, name: string): void {
+function sendPrompt(agentId: string, name: string): void {
   void dialog(`Send to ${name}`, "The text is typed into the agent's terminal and submitted.", "Send", [{ name: "text", label: "Prompt", multiline: true, required: true }]).then(
     (values) => values && act(null, async () => {
       await call("type_text", { agentId, text: values.text, submit: true });

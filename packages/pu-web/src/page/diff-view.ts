@@ -50,11 +50,15 @@ export function renderDiff(view: HTMLElement, project: string, worktreeId: strin
   const merge = button(
     "Merge",
     (b) =>
-      void act(b, async () => {
-        const result = await call("merge", { projectRoot: project, worktreeId, strategy: strategy.value });
-        await load();
-        return result.nothingToMerge ? `${worktreeId}: nothing to merge` : `merged ${worktreeId} into ${result.baseBranch} (${result.strategy})${result.commit ? ` at ${result.commit.slice(0, 10)}` : ""}`;
-      }),
+      void dialog(`Merge ${worktreeId}?`, `Merges its branch into the base branch (${strategy.value}). The worktree stays until you clean it.`, "Merge", []).then(
+        (ok) =>
+          ok &&
+          act(b, async () => {
+            const result = await call("merge", { projectRoot: project, worktreeId, strategy: strategy.value });
+            await load();
+            return result.nothingToMerge ? `${worktreeId}: nothing to merge` : `merged ${worktreeId} into ${result.baseBranch} (${result.strategy})${result.commit ? ` at ${result.commit.slice(0, 10)}` : ""}`;
+          }),
+      ),
     { className: "primary", "data-action": "merge" },
   );
   const clean = button(

@@ -15,7 +15,7 @@ function cut(text: string, max: number): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-export function taskGraph(plan: PlanView): SVGElement {
+function taskGraph(plan: PlanView): SVGElement {
   const g = new Graph();
   g.setGraph({ rankdir: "LR", nodesep: 18, ranksep: 40, marginx: 8, marginy: 8 });
   g.setDefaultEdgeLabel(() => ({}));

@@ -4,7 +4,7 @@
 import type { AgentView, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import { socketUrl } from "./api.js";
 
-export interface ProjectState {
+interface ProjectState {
   root: string;
   report: StatusReport | null;
   error: string | null;
@@ -16,7 +16,7 @@ type ServerEvent =
   | { type: "status"; root: string; report: StatusReport }
   | { type: "changed"; what: "state" };
 
-export interface AgentPlace {
+interface AgentPlace {
   project: string;
   worktree: WorktreeView | null;
   agent: AgentView;

@@ -55,7 +55,9 @@ export function renderTerminal(view: HTMLElement, agentId: string, readOnly: boo
   let paused = false;
   let frame = 0;
   let received = 0;
+  let skipped = 0;
   host.setAttribute("data-bytes", "0");
+  host.setAttribute("data-skipped", "0");
 
   const sendJson = (value: unknown) => {
     if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(value));
@@ -98,7 +100,12 @@ export function renderTerminal(view: HTMLElement, agentId: string, readOnly: boo
       if (!frame) frame = requestAnimationFrame(flush);
       return;
     }
-    const event = JSON.parse(String(message.data)) as { type: string; message?: string; exitCode?: number; code?: string; cols?: number; rows?: number };
+    const event = JSON.parse(String(message.data)) as { type: string; message?: string; exitCode?: number; code?: string; cols?: number; rows?: number; skippedBytes?: number };
+    if (event.type === "notice" && typeof event.skippedBytes === "number") {
+      // The daemon skipped this slow viewer ahead: the page says so rather than freezing.
+      skipped += event.skippedBytes;
+      host.setAttribute("data-skipped", String(skipped));
+    }
     if (event.type === "attached") {
       host.setAttribute("data-attached", "true");
       sendSize();
