@@ -2,7 +2,7 @@
 // the wrong or no Origin, no session, a forged form post, a spent login link; where it listens;
 // where its secret and tokens are (never in `ps`, the logs, or a file others can read); and
 // that it stops with `pu web stop` and with the daemon.
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -166,10 +166,15 @@ describe("pu web: what the guard lets through", { timeout: 120_000 }, () => {
     const send = async (body: unknown) => JSON.parse((await rawRequest(port, "POST", "/api/request", headers, JSON.stringify(body))).body) as { ok: boolean; message?: string };
     expect(await send({ type: "shutdown", fields: {} })).toMatchObject({ ok: false, message: "not a request the page may make" });
     expect(await send({ type: "init", fields: { projectRoot: "/tmp" } })).toMatchObject({ ok: false });
-    const elsewhere = await send({ type: "spawn", fields: { projectRoot: os.tmpdir(), command: "touch /tmp/pwned" } });
+    const marker = path.join(sb.base, "pwned");
+    // The page spawns agent types only: a command line of its own is the CLI's.
+    expect(await send({ type: "spawn", fields: { projectRoot: sb.root, root: true, command: `touch ${marker}` } })).toMatchObject({ ok: false, message: "spawn.command is for the CLI, not the page" });
+    expect(await send({ type: "spawn", fields: { projectRoot: sb.root, root: true, agent: "terminal", extraArgs: ["-c", `touch ${marker}`] } })).toMatchObject({ ok: false });
+    const elsewhere = await send({ type: "spawn", fields: { projectRoot: os.tmpdir(), agent: "terminal" } });
     expect(elsewhere).toMatchObject({ ok: false, message: "not a project the pu daemon knows" });
     expect(await send({ type: "kill", fields: { projectRoot: sb.root, target: 42 } })).toMatchObject({ ok: false });
     expect(isProcessAlive(readWebFile(sb.home).pid)).toBe(true);
+    expect(existsSync(marker)).toBe(false);
     const page = await rawRequest(port, "GET", "/", { host, cookie });
     expect(page.headers["content-security-policy"]).toMatch(/script-src 'self'/);
     expect(page.headers["content-security-policy"]).toMatch(/frame-ancestors 'none'/);

@@ -47,6 +47,19 @@ export function isPageRequest(type: string): type is PageRequest {
   return (PAGE_REQUESTS as readonly string[]).includes(type);
 }
 
+/**
+ * Fields the page may not set, though the CLI may: the page spawns the project's agent types
+ * (trusted with its config), never a command line, extra arguments, environment or yolo flags
+ * of its own — a stolen session or a bug in the page cannot run an arbitrary program that way.
+ */
+const FIELDS_NOT_FROM_THE_PAGE: Partial<Record<PageRequest, readonly string[]>> = {
+  spawn: ["command", "extraArgs", "env", "yolo", "callerAgentId"],
+};
+
+export function fieldNotFromThePage(type: PageRequest, fields: Record<string, unknown>): string | undefined {
+  return FIELDS_NOT_FROM_THE_PAGE[type]?.find((name) => name in fields);
+}
+
 export interface ProjectState {
   root: string;
   report: StatusReport | null;

@@ -10,7 +10,7 @@ import { WebSocketServer, type WebSocket } from "ws";
 import { isPuError } from "@pu/core/errors";
 import { RequestSchemas } from "@pu/ipc/protocol";
 import type { AccessGuard } from "./access-guard.js";
-import { isPageRequest, type DaemonBridge } from "./daemon-bridge.js";
+import { fieldNotFromThePage, isPageRequest, type DaemonBridge } from "./daemon-bridge.js";
 import { bridgeTerminal } from "./terminal-bridge.js";
 import type { WebLog } from "./web-log.js";
 
@@ -220,6 +220,8 @@ export class WebServer {
     if (typeof type !== "string" || !isPageRequest(type) || typeof fields !== "object" || fields === null || Array.isArray(fields)) {
       return sendJson(res, 400, { ok: false, code: "INVALID_ARGUMENT", message: "not a request the page may make" });
     }
+    const notHere = fieldNotFromThePage(type, fields);
+    if (notHere) return sendJson(res, 400, { ok: false, code: "INVALID_ARGUMENT", message: `${type}.${notHere} is for the CLI, not the page` });
     // Only projects the daemon already knows: the page cannot point pu at any other folder.
     if ("projectRoot" in fields && !this.bridge.projects().some((p) => p.root === fields.projectRoot)) {
       return sendJson(res, 400, { ok: false, code: "INVALID_ARGUMENT", message: "not a project the pu daemon knows" });
