@@ -101,6 +101,27 @@ module.exports = {
       from: { path: "^packages/pu-cli/src/" },
       to: { path: pkg("engine") },
     },
+    {
+      name: "pu-web-imports-beyond-ipc",
+      severity: "error",
+      comment: "pu web is a daemon client like the CLI: it imports pu-core and pu-ipc only.",
+      from: { path: "^packages/pu-web/src/" },
+      to: { path: [pkg("engine"), pkg("cli")] },
+    },
+    {
+      name: "page-imports-server-code",
+      severity: "error",
+      comment: "The page runs in a browser: no server module of pu-web and no IPC client or server (type-only imports and pu-core's pure modules are fine).",
+      from: { path: "^packages/pu-web/src/page/" },
+      to: { path: ["^packages/pu-web/src/[^/]+$", "^packages/pu-ipc/src/(client|server)"], dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "page-imports-node-builtins",
+      severity: "error",
+      comment: "The page runs in a browser: no Node built-in.",
+      from: { path: "^packages/pu-web/src/page/" },
+      to: { dependencyTypes: ["core"] },
+    },
   ],
   options: {
     // Type-only imports count: they tie the packages together just the same.
