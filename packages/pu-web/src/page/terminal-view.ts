@@ -16,6 +16,8 @@ import { store } from "./store.js";
 
 const HIGH_WATER = 2 * 1024 * 1024;
 const LOW_WATER = 256 * 1024;
+/** Output this small, arriving when nothing waits to be drawn, skips the per-frame batch. */
+const DIRECT_WRITE_BYTES = 4096;
 
 export function renderTerminal(view: HTMLElement, agentId: string, readOnly: boolean): () => void {
   clear(view);
@@ -94,6 +96,17 @@ export function renderTerminal(view: HTMLElement, agentId: string, readOnly: boo
     if (message.data instanceof ArrayBuffer) {
       const chunk = new Uint8Array(message.data);
       received += chunk.byteLength;
+      if (pending.length === 0 && parsing === 0 && chunk.byteLength <= DIRECT_WRITE_BYTES) {
+        // A key's echo with nothing queued: straight to xterm, which draws it on the next frame
+        // (batching it for a frame of our own first would double the keystroke latency).
+        parsing += chunk.byteLength;
+        term.write(chunk, () => {
+          parsing -= chunk.byteLength;
+          host.setAttribute("data-bytes", String(received - pendingBytes - parsing));
+          flowCheck();
+        });
+        return;
+      }
       pending.push(chunk);
       pendingBytes += chunk.byteLength;
       flowCheck();
