@@ -241,6 +241,9 @@ describe.skipIf(!browserFound.path)("pu web in Chromium", { timeout: 300_000 }, 
     const x = async (task: string) => (await plan.locator(`[data-task-id="${task}"]`).boundingBox())!.x;
     expect(await x("b")).toBeGreaterThan(await x("a"));
     expect(await x("c")).toBe(await x("b"));
+    // What a person reads before approving: the planner's design, kept open while the view redraws.
+    await plan.locator('[data-action="plan-design"]').click();
+    await expect.poll(() => plan.locator(`[data-design-for="${id}"]`).innerText()).toContain("One file per task.");
     await photograph("plans");
     await plan.locator('[data-action="plan-approve"]').click();
     const done = await waitFor("the plan to complete", async () => {
@@ -250,6 +253,7 @@ describe.skipIf(!browserFound.path)("pu web in Chromium", { timeout: 300_000 }, 
     }, 120_000, 500);
     expect(done.approvedAt).not.toBeNull();
     await plan.locator('[data-task-status="resolved"][data-task-id="c"]').waitFor();
+    expect(await plan.locator(`[data-design-for="${id}"]`).innerText()).toContain("One file per task.");
   });
 
   it("an agent that starts waiting for a person raises one browser notification and marks the tab title", async () => {

@@ -4,5 +4,7 @@ import type { EngineServices } from "../services.js";
 
 export async function handlePlanStatus(services: EngineServices, req: RequestOf<"plan_status">): Promise<ResultOf<"plan_status">> {
   const root = await services.state.project(req.projectRoot);
-  return services.plans.summary(root, validatePlanSessionId(req.sessionId));
+  const sessionId = validatePlanSessionId(req.sessionId);
+  const [summary, design] = await Promise.all([services.plans.summary(root, sessionId), services.plans.design(root, sessionId)]);
+  return { ...summary, design };
 }

@@ -93,7 +93,8 @@ export interface PlanMergeResult {
 export interface PlansResults {
   plan_start: PlanView;
   plan_list: { plans: PlanView[]; unreadable: UnreadablePlanView[] };
-  plan_status: PlanView;
+  /** With the planner's design.md (null before it is written). */
+  plan_status: PlanView & { design: string | null };
   plan_approve: PlanView;
   plan_run: PlanView;
   plan_cancel: PlanView;

@@ -6,7 +6,7 @@ import { call } from "./api.js";
 import { renderPatch } from "./diff-view.js";
 import { clear, duration, h } from "./dom.js";
 import { store } from "./store.js";
-import { act, button, dialog, onActed, sayError, throttle } from "./ui.js";
+import { act, button, dialog, look, onActed, sayError, throttle } from "./ui.js";
 
 function memberRow(group: GroupView, member: GroupMemberView, diffBox: HTMLElement): HTMLElement {
   const gate = member.gate ? `${member.gate.passed ? "passed" : "failed"} (${member.gate.attempts})` : "-";
@@ -29,7 +29,7 @@ function memberRow(group: GroupView, member: GroupMemberView, diffBox: HTMLEleme
         ? button(
             "Diff",
             (b) =>
-              void act(b, async () => {
+              void look(b, async () => {
                 const result = await call("group_diff", { projectRoot: group.project, groupId: group.groupId, variant: member.variant });
                 diffBox.replaceChildren(h("h4", {}, `${member.variant}`), renderPatch(result));
               }),
@@ -55,8 +55,12 @@ function memberRow(group: GroupView, member: GroupMemberView, diffBox: HTMLEleme
   );
 }
 
+/** A member's diff a person opened outlives the view's redraws. */
+const diffBoxes = new Map<string, HTMLElement>();
+
 function groupBlock(group: GroupView): HTMLElement {
-  const diffBox = h("div", { className: "member-diff" });
+  const diffBox = diffBoxes.get(group.groupId) ?? h("div", { className: "member-diff" });
+  diffBoxes.set(group.groupId, diffBox);
   return h(
     "section",
     { className: "group", "data-group-id": group.groupId },

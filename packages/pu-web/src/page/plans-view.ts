@@ -6,7 +6,7 @@ import type { PlanView } from "@pu/ipc/protocol";
 import { call } from "./api.js";
 import { clear, h, svg } from "./dom.js";
 import { store } from "./store.js";
-import { act, button, dialog, onActed, sayError, throttle } from "./ui.js";
+import { act, button, dialog, onActed, sayError, throttle, look } from "./ui.js";
 
 const NODE_W = 170;
 const NODE_H = 44;
@@ -49,8 +49,13 @@ function taskGraph(plan: PlanView): SVGElement {
   return root;
 }
 
+/** What a person opened under a plan (its design or evidence) outlives the view's redraws. */
+const panels = new Map<string, HTMLElement>();
+
 function planBlock(project: string, plan: PlanView): HTMLElement {
-  const evidence = h("div", { className: "evidence" });
+  const key = `${project}\0${plan.sessionId}`;
+  const evidence = panels.get(key) ?? h("div", { className: "evidence" });
+  panels.set(key, evidence);
   const approvable = plan.phase === "PLANNING" && plan.approvedAt === null;
   const finished = ["COMPLETE", "FAILED", "CANCELLED"].includes(plan.phase);
   return h(
@@ -84,9 +89,18 @@ function planBlock(project: string, plan: PlanView): HTMLElement {
           )
         : null,
       button(
+        "Design",
+        (b) =>
+          void look(b, async () => {
+            const status = await call("plan_status", { projectRoot: project, sessionId: plan.sessionId });
+            evidence.replaceChildren(h("pre", { className: "design", "data-design-for": plan.sessionId }, status.design ?? "(no design.md yet: the planner has not written it)"));
+          }),
+        { "data-action": "plan-design" },
+      ),
+      button(
         "Evidence",
         (b) =>
-          void act(b, async () => {
+          void look(b, async () => {
             const result = await call("plan_evidence", { projectRoot: project, sessionId: plan.sessionId });
             evidence.replaceChildren(
               h(

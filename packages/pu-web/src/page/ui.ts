@@ -24,6 +24,18 @@ export function onActed(listener: () => void): () => void {
 }
 
 /** Runs a request from a button: the button is disabled meanwhile, failures go to the message line. */
+/** Like `act` for what only reads (a diff, a design, evidence): the view is not redrawn after it. */
+export async function look(button: HTMLButtonElement | null, work: () => Promise<void>): Promise<void> {
+  if (button) button.disabled = true;
+  try {
+    await work();
+  } catch (error) {
+    sayError(error);
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
 export async function act(button: HTMLButtonElement | null, work: () => Promise<string | void>): Promise<void> {
   if (button) button.disabled = true;
   try {

@@ -1,5 +1,3 @@
-import { readFileSync } from "node:fs";
-import path from "node:path";
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { writePlanSummary } from "../../plan-view.js";
@@ -17,14 +15,9 @@ export default class PlanShowCommand extends PuCommand {
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
     const plan = await withDaemon((client) => client.request("plan_status", { projectRoot, sessionId: this.sessionId }));
-    let design: string | null = null;
-    try {
-      design = readFileSync(path.join(plan.dir, "design.md"), "utf8");
-    } catch {
-      // not written yet
-    }
-    return this.report.result({ ...plan, design }, (out) => {
-      out.write(design ?? "(no design.md yet: the planner has not written it)\n");
+    // The daemon reads design.md with the status (the page shows it the same way).
+    return this.report.result(plan, (out) => {
+      out.write(plan.design ?? "(no design.md yet: the planner has not written it)\n");
       out.line();
       writePlanSummary(out, plan);
     });

@@ -8,6 +8,8 @@
  * restarted daemon picks a session up where it was: an in-progress task whose worker is gone
  * gets a new worker in the same worktree, re-prompted.
  */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
 import { PuError } from "@pu/core/errors";
 import { planSettingsTrustItem } from "@pu/core/trust";
 import { PLAN_ROLES } from "@pu/core/plan-roles";
@@ -41,6 +43,9 @@ export interface PlanStartOptions {
   planOnly?: boolean;
   auto?: boolean;
 }
+/** A design longer than this is cut in replies (a reply frame stays small). */
+const MAX_DESIGN_CHARS = 200_000;
+
 export interface PlanSummary {
   sessionId: string;
   goal: string;
@@ -148,6 +153,17 @@ export class PlanService {
         return { id: t.id, subject: t.subject, status: t.status, blockedBy: t.blockedBy, ...(worker ? { worker: worker.launched.agentId } : {}) };
       }),
     };
+  }
+
+  /** The planner's design.md (what a person reads before approving), or null before it is written. */
+  async design(root: string, sessionId: string): Promise<string | null> {
+    try {
+      const text = await readFile(path.join(layoutOf(root, sessionId).dir, "design.md"), "utf8");
+      return text.length > MAX_DESIGN_CHARS ? `${text.slice(0, MAX_DESIGN_CHARS)}\n… (cut at ${MAX_DESIGN_CHARS} characters; the whole file is design.md)` : text;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+      throw error;
+    }
   }
 
   async list(root: string): Promise<{ plans: PlanSummary[]; unreadable: UnreadablePlan[] }> {
