@@ -1,52 +1,9 @@
-import fs from "node:fs";
+// The daemon's log, `$PU_HOME/daemon.log`: pu-core's event log (the web server writes its own
+// with the same format), under the name the engine's floors and tests know it by.
+import { openEventLog, type EventLog } from "@pu/core/event-log";
 
-/** One structured event per line in `$PU_HOME/daemon.log`. */
-export interface DaemonLog {
-  event(event: string, fields?: Record<string, unknown>): void;
-  close(): void;
-}
+export type DaemonLog = EventLog;
 
-// Errors do not survive JSON.stringify (their fields are non-enumerable), so flatten them.
-function plain(value: unknown): unknown {
-  if (value instanceof Error) {
-    const code = (value as { code?: unknown }).code;
-    return { message: value.message, ...(code !== undefined ? { code } : {}), stack: value.stack };
-  }
-  return value;
-}
-
-/**
- * Opens the log in append mode. The daemon writes it itself (rather than relying on a
- * redirected stderr) so the log is complete no matter how the daemon was started.
- * Writes are synchronous: lines are small, and a crash right after an event should not lose it.
- */
 export function openDaemonLog(filePath: string): DaemonLog {
-  let fd: number | undefined = fs.openSync(filePath, "a", 0o600);
-  return {
-    event(event, fields = {}) {
-      if (fd === undefined) return;
-      const record: Record<string, unknown> = { time: new Date().toISOString(), pid: process.pid, event };
-      for (const [key, value] of Object.entries(fields)) record[key] = plain(value);
-      let line: string;
-      try {
-        line = JSON.stringify(record);
-      } catch {
-        line = JSON.stringify({ time: record.time, pid: process.pid, event, note: "fields not serializable" });
-      }
-      try {
-        fs.writeSync(fd, line + "\n");
-      } catch {
-        // A full disk must not take the daemon down with it.
-      }
-    },
-    close() {
-      if (fd === undefined) return;
-      try {
-        fs.closeSync(fd);
-      } catch {
-        // already closed
-      }
-      fd = undefined;
-    },
-  };
+  return openEventLog(filePath);
 }

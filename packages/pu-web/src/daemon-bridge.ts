@@ -7,7 +7,7 @@ import { isPuError } from "@pu/core/errors";
 import { socketPath } from "@pu/core/paths";
 import { connectClient, type Client } from "@pu/ipc/client";
 import type { RequestFields, RequestType, ResultOf, StatusEvent, StatusReport } from "@pu/ipc/protocol";
-import type { WebLog } from "./web-log.js";
+import type { EventLog } from "@pu/core/event-log";
 
 const CLIENT_NAME = "pu-web";
 
@@ -86,13 +86,13 @@ export class DaemonBridge {
   private constructor(
     private readonly home: string,
     private readonly client: Client,
-    private readonly log: WebLog,
+    private readonly log: EventLog,
   ) {
     this.lost = new Promise((resolve) => (this.markLost = resolve));
     void client.closed.then(() => this.markLost("the connection to the pu daemon closed"));
   }
 
-  static async connect(home: string, log: WebLog): Promise<DaemonBridge> {
+  static async connect(home: string, log: EventLog): Promise<DaemonBridge> {
     const client = await connectClient({ socketPath: socketPath(home), clientName: CLIENT_NAME });
     const bridge = new DaemonBridge(home, client, log);
     await bridge.refreshProjects();

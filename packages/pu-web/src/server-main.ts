@@ -9,7 +9,7 @@ import { webLogPath, webServerFilePath, type WebServerFile } from "@pu/core/web-
 import { AccessGuard } from "./access-guard.js";
 import { DaemonBridge } from "./daemon-bridge.js";
 import { listenAll, loopbackAddresses } from "./listen.js";
-import { openWebLog } from "./web-log.js";
+import { openEventLog } from "@pu/core/event-log";
 import { WebServer } from "./web-server.js";
 
 interface ServerArgs {
@@ -47,7 +47,7 @@ export async function runWebServerFromArgv(argv: string[]): Promise<void> {
     process.stderr.write(`pu-web: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(2);
   }
-  const log = openWebLog(webLogPath(args.home));
+  const log = openEventLog(webLogPath(args.home));
   const filePath = webServerFilePath(args.home);
   let bridge: DaemonBridge;
   try {

@@ -11,7 +11,7 @@
 import { WebSocket, type RawData } from "ws";
 import { isPuError } from "@pu/core/errors";
 import type { DaemonBridge } from "./daemon-bridge.js";
-import type { WebLog } from "./web-log.js";
+import type { EventLog } from "@pu/core/event-log";
 
 const HIGH_WATER = 1024 * 1024;
 const LOW_WATER = 256 * 1024;
@@ -42,7 +42,7 @@ function sendJson(ws: WebSocket, value: unknown): void {
   if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(value));
 }
 
-export async function bridgeTerminal(ws: WebSocket, bridge: DaemonBridge, { agentId, readOnly }: TerminalOptions, log: WebLog): Promise<void> {
+export async function bridgeTerminal(ws: WebSocket, bridge: DaemonBridge, { agentId, readOnly }: TerminalOptions, log: EventLog): Promise<void> {
   let client;
   let stream;
   try {

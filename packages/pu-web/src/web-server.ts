@@ -12,7 +12,7 @@ import { RequestSchemas } from "@pu/ipc/protocol";
 import type { AccessGuard } from "./access-guard.js";
 import { fieldNotFromThePage, isPageRequest, type DaemonBridge } from "./daemon-bridge.js";
 import { bridgeTerminal } from "./terminal-bridge.js";
-import type { WebLog } from "./web-log.js";
+import type { EventLog } from "@pu/core/event-log";
 
 const MAX_BODY_BYTES = 1024 * 1024;
 /** A status socket that cannot take this much is dropped (the page reconnects and gets a snapshot). */
@@ -104,7 +104,7 @@ export class WebServer {
 
   constructor(
     private readonly bridge: DaemonBridge,
-    private readonly log: WebLog,
+    private readonly log: EventLog,
   ) {}
 
   /** A new HTTP server with this server's routes (one per listening address). */

@@ -6,7 +6,8 @@ import { call } from "./api.js";
 import { renderPatch } from "./diff-view.js";
 import { clear, duration, h } from "./dom.js";
 import { store } from "./store.js";
-import { act, button, dialog, look, onActed, sayError, throttle } from "./ui.js";
+import { renderLiveView } from "./live-view.js";
+import { act, button, dialog, look } from "./ui.js";
 
 function memberRow(group: GroupView, member: GroupMemberView, diffBox: HTMLElement): HTMLElement {
   const gate = member.gate ? `${member.gate.passed ? "passed" : "failed"} (${member.gate.attempts})` : "-";
@@ -81,22 +82,11 @@ function groupBlock(group: GroupView): HTMLElement {
 }
 
 export function renderGroups(view: HTMLElement): () => void {
-  clear(view);
-  const list = h("div", {}, h("p", {}, "Loading groups…"));
-  view.append(h("h2", {}, "Groups"), list);
-  const draw = async () => {
-    try {
-      const all = await Promise.all(store.roots().map((root) => call("group_list", { projectRoot: root })));
-      const groups = all.flatMap((r) => r.groups).sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1));
-      clear(list);
-      if (groups.length === 0) list.append(h("p", { className: "empty" }, "No groups yet (`pu group run`)."));
-      for (const group of groups) list.append(groupBlock(group));
-    } catch (error) {
-      sayError(error);
-    }
-  };
-  void draw();
-  const redraw = throttle(() => void draw(), 1500);
-  const offs = [store.onStateChanged(redraw), onActed(redraw), store.onStatus(redraw)];
-  return () => offs.forEach((off) => off());
+  return renderLiveView(view, "Groups", async (list) => {
+    const all = await Promise.all(store.roots().map((root) => call("group_list", { projectRoot: root })));
+    const groups = all.flatMap((r) => r.groups).sort((a, b) => (a.createdAt < b.createdAt ? 1 : -1));
+    clear(list);
+    if (groups.length === 0) list.append(h("p", { className: "empty" }, "No groups yet (`pu group run`)."));
+    for (const group of groups) list.append(groupBlock(group));
+  });
 }

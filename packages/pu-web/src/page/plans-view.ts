@@ -6,7 +6,8 @@ import type { PlanView } from "@pu/ipc/protocol";
 import { call } from "./api.js";
 import { clear, h, svg } from "./dom.js";
 import { store } from "./store.js";
-import { act, button, dialog, onActed, sayError, throttle, look } from "./ui.js";
+import { renderLiveView } from "./live-view.js";
+import { act, button, dialog, look } from "./ui.js";
 
 const NODE_W = 170;
 const NODE_H = 44;
@@ -120,28 +121,17 @@ function planBlock(project: string, plan: PlanView): HTMLElement {
 }
 
 export function renderPlans(view: HTMLElement): () => void {
-  clear(view);
-  const list = h("div", {}, h("p", {}, "Loading plans…"));
-  view.append(h("h2", {}, "Plans"), list);
-  const draw = async () => {
-    try {
-      const all = await Promise.all(store.roots().map(async (root) => ({ root, result: await call("plan_list", { projectRoot: root }) })));
-      clear(list);
-      let count = 0;
-      for (const { root, result } of all) {
-        for (const plan of result.plans) {
-          count++;
-          list.append(planBlock(root, plan));
-        }
-        for (const bad of result.unreadable) list.append(h("p", { className: "error" }, `${bad.sessionId}: ${bad.reason} (${bad.file})`));
+  return renderLiveView(view, "Plans", async (list) => {
+    const all = await Promise.all(store.roots().map(async (root) => ({ root, result: await call("plan_list", { projectRoot: root }) })));
+    clear(list);
+    let count = 0;
+    for (const { root, result } of all) {
+      for (const plan of result.plans) {
+        count++;
+        list.append(planBlock(root, plan));
       }
-      if (count === 0) list.append(h("p", { className: "empty" }, "No plan sessions (`pu plan start`)."));
-    } catch (error) {
-      sayError(error);
+      for (const bad of result.unreadable) list.append(h("p", { className: "error" }, `${bad.sessionId}: ${bad.reason} (${bad.file})`));
     }
-  };
-  void draw();
-  const redraw = throttle(() => void draw(), 1500);
-  const offs = [store.onStateChanged(redraw), onActed(redraw), store.onStatus(redraw)];
-  return () => offs.forEach((off) => off());
+    if (count === 0) list.append(h("p", { className: "empty" }, "No plan sessions (`pu plan start`)."));
+  });
 }
