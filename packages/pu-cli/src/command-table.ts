@@ -26,6 +26,7 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   completion: () => import("./commands/completion.js"),
   "daemon start": () => import("./commands/daemon/start.js"),
   "daemon stop": () => import("./commands/daemon/stop.js"),
+  "daemon stdio": () => import("./commands/daemon/stdio.js"),
   "daemon restart": () => import("./commands/daemon/restart.js"),
   "daemon status": () => import("./commands/daemon/status.js"),
   "trigger list": () => import("./commands/trigger/list.js"),

@@ -1,6 +1,7 @@
 // The CLI's side of the socket. It is on every command's hot path, so it loads only
 // node:net, msgpackr (via frame) and PuError: protocol.ts (and zod) are types only here.
 import { createConnection, type Socket } from "node:net";
+import type { Duplex } from "node:stream";
 import { PuError, isErrorCode, type ErrorCode } from "@pu/core/errors";
 import { FrameDecoder, encodeFrame } from "./frame.js";
 import type {
@@ -140,7 +141,8 @@ class Connection {
   readonly closed: Promise<void>;
 
   constructor(
-    private readonly socket: Socket,
+    // A Unix socket, or a host's `pu daemon stdio` reached through a transport (ssh, exec).
+    private readonly socket: Duplex,
     private readonly defaultTimeoutMs: number,
   ) {
     let markClosed!: () => void;
@@ -346,13 +348,25 @@ function mismatch(detail: string): PuError {
 
 /** Connects to the daemon and completes the hello handshake. */
 export async function connectClient(options: ConnectOptions): Promise<Client> {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const socket = await openSocket(options.socketPath);
+  return handshake(socket, options.clientName, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+}
+
+/**
+ * The same client over any byte stream that reaches a daemon: a host's `pu daemon stdio` run
+ * through a transport (`ssh HOST pu daemon stdio`, `podman exec -i CTR pu daemon stdio`). The
+ * hello handshake and its version check are the same as over the local socket.
+ */
+export function connectClientOverStream(stream: Duplex, options: Omit<ConnectOptions, "socketPath">): Promise<Client> {
+  return handshake(stream, options.clientName, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+}
+
+async function handshake(socket: Duplex, clientName: string, timeoutMs: number): Promise<Client> {
   const connection = new Connection(socket, timeoutMs);
 
   let ack: Frame;
   try {
-    ack = await connection.send("hello", { protocolVersion: PROTOCOL_VERSION, client: options.clientName }, { timeoutMs });
+    ack = await connection.send("hello", { protocolVersion: PROTOCOL_VERSION, client: clientName }, { timeoutMs });
   } catch (error) {
     connection.fail(error instanceof PuError ? error : new PuError("DAEMON_UNAVAILABLE", String(error)));
     if (error instanceof PuError && error.code === "PROTOCOL_MISMATCH") {
