@@ -4,12 +4,12 @@
 // local user stand in for the other machine; the remote command line is quoted by pu-core.
 import { spawn, type ChildProcess } from "node:child_process";
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { Duplex } from "node:stream";
 import { remoteCommandLine } from "@pu/core/remote-argv";
 import { connectClientOverStream } from "@pu/ipc/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PU_BIN } from "../helpers/pu-sandbox.js";
+import { PU_BIN, PuSandbox } from "../helpers/pu-sandbox.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
 
@@ -19,6 +19,8 @@ if (missing && process.env.CI) throw new Error(missing);
 if (missing) console.warn(`host-transport.test.ts skipped: ${missing}`);
 
 type Client = Awaited<ReturnType<typeof connectClientOverStream>>;
+
+const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
 
 describe.skipIf(missing !== undefined)("a host's daemon over ssh (pu daemon stdio)", { timeout: 120_000 }, () => {
   let host: SshHost;
@@ -40,7 +42,6 @@ describe.skipIf(missing !== undefined)("a host's daemon over ssh (pu daemon stdi
       throw new Error(`no pu daemon through ssh: ${String(error)}; ssh said: ${stderr.trim()}`);
     }
   }
-  const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
 
   beforeAll(async () => {
     host = await startSshHost();
@@ -118,5 +119,124 @@ describe.skipIf(missing !== undefined)("a host's daemon over ssh (pu daemon stdi
     const status = await after.client.request("status", { projectRoot: project });
     expect(Object.values(status.agents).some((a) => a.live)).toBe(true);
     after.client.close();
+  });
+});
+
+describe.skipIf(missing !== undefined)("pu host add / list / check / remove, over ssh and exec", { timeout: 180_000 }, () => {
+  let host: SshHost;
+  let sb: PuSandbox;
+  let root: string;
+
+  interface HostCheckJson {
+    reachable: boolean;
+    reason: string | null;
+    node: string | null;
+    git: string | null;
+    pu: string | null;
+    cores: number | null;
+    freeDiskBytes: number | null;
+    daemon: { pid: number; protocolVersion: number; daemonVersion: string } | null;
+    missing: string[];
+  }
+  const check = async (name: string) => {
+    const run = await sb.pu(["host", "check", name, "--json"]);
+    return { code: run.code, report: JSON.parse(run.stdout) as HostCheckJson, stdout: run.stdout, stderr: run.stderr };
+  };
+
+  beforeAll(async () => {
+    host = await startSshHost();
+    root = `${host.home}/pu-root`;
+    sb = new PuSandbox("pu-e2e-hosts-");
+  });
+  afterAll(async () => {
+    const leftovers = await sb?.teardown();
+    await host?.stop();
+    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
+  }, 60_000);
+
+  it("adds a host over ssh and lists it; hostile destinations and options are refused with one line, writing nothing", async () => {
+    await sb.ok(["host", "add", "box", "--ssh", host.alias, "--ssh-config", host.configFile, "--root", root, "--max-agents", "4"]);
+    const listed = await sb.puJson<{ hosts: { name: string; transport: { kind: string; destination: string }; root: string; maxAgents: number }[] }>(["host", "list"]);
+    expect(listed.hosts).toEqual([expect.objectContaining({ name: "box", transport: expect.objectContaining({ kind: "ssh", destination: host.alias }), root, maxAgents: 4 })]);
+    const file = `${sb.home}/hosts.json`;
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const before = readFileSync(file, "utf8");
+    const refusals: [string[], RegExp][] = [
+      [["host", "add", "evil", "--ssh=-oProxyCommand=touch /tmp/pu-owned", "--root", root], /destination/],
+      [["host", "add", "evil", "--ssh", "me@box;id", "--root", root], /destination/],
+      [["host", "add", "evil", "--ssh", host.alias, "--ssh-option", "ProxyCommand=touch /tmp/pu-owned", "--root", root], /ProxyCommand is pu's to set/],
+      [["host", "add", "evil", "--ssh", host.alias, "--ssh-option", "StrictHostKeyChecking=no", "--root", root], /host keys are always verified/],
+      [["host", "add", "Evil Name", "--ssh", host.alias, "--root", root], /host name/],
+      [["host", "add", "evil", "--ssh", host.alias, "--root", "relative/path"], /absolute path/],
+      [["host", "add", "box", "--ssh", host.alias, "--root", root], /already exists/],
+      [["host", "add", "evil", "--ssh", host.alias, "--exec", "podman exec -i x", "--root", root], /exactly one of/],
+    ];
+    for (const [args, message] of refusals) {
+      const run = await sb.pu(args);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
+      expect(run.stderr).toMatch(message);
+    }
+    expect(readFileSync(file, "utf8")).toBe(before);
+  });
+
+  it("check says what the host lacks: node and git found, pu missing (exit 1)", async () => {
+    const { code, report } = await check("box");
+    expect(code).toBe(1);
+    expect(report).toMatchObject({ reachable: true, node: process.version, daemon: null });
+    expect(report.git).toMatch(/^git version /);
+    expect(report.cores).toBeGreaterThan(0);
+    expect(report.freeDiskBytes).toBeGreaterThan(0);
+    expect(report.missing).toEqual(["pu (pu host install)"]);
+  });
+
+  it("with pu under the host's root, check reaches the host's daemon through ssh, and through exec (runuser) the same daemon", async () => {
+    // What `pu host install` will put there: this checkout's pu, run by the host's user.
+    execFileSync("runuser", ["-u", host.user, "--", "mkdir", "-p", `${root}/bin`]);
+    const wrapper = `${root}/bin/pu`;
+    writeFileSync(wrapper, `#!/bin/sh\nexec ${process.execPath} ${PU_BIN} "$@"\n`);
+    chmodSync(wrapper, 0o755);
+    execFileSync("chown", [`${host.user}`, wrapper]);
+    const overSsh = await check("box");
+    expect(overSsh.code, overSsh.stdout).toBe(0);
+    expect(overSsh.report.pu).toMatch(/^pu \d/);
+    expect(overSsh.report.daemon).toMatchObject({ protocolVersion: 1 });
+    const daemonPid = overSsh.report.daemon!.pid;
+    expect(uidOf(daemonPid)).toBe(host.uid);
+    // Its home is under the root, as the record says.
+    expect(readFileSync(`${root}/home/daemon.pid`, "utf8").trim()).toBe(String(daemonPid));
+
+    await sb.ok(["host", "add", "same-box", "--exec", `runuser -u ${host.user} --`, "--root", root]);
+    const overExec = await check("same-box");
+    expect(overExec.code, overExec.stdout).toBe(0);
+    expect(overExec.report.daemon?.pid).toBe(daemonPid);
+    const human = await sb.pu(["host", "check", "box"]);
+    expect(human.stdout).toMatch(new RegExp(`daemon pid ${daemonPid}, pu \\S+, protocol 1`));
+  });
+
+  it("an unreachable host is reported in one bounded check (exit 4), never a hang", async () => {
+    await sb.ok(["host", "add", "gone", "--ssh", "127.0.0.1", "--ssh-option", "Port=1", "--ssh-option", "ConnectTimeout=5", "--root", "/srv/pu"]);
+    const run = await sb.pu(["host", "check", "gone"]);
+    expect(run.code).toBe(4);
+    expect(run.stdout).toMatch(/^gone: unreachable through ssh \(.*(refused|Connection)/);
+  });
+
+  it("a corrupt hosts.json is reported by list and add, and left as it is; remove forgets a host", async () => {
+    const file = `${sb.home}/hosts.json`;
+    const good = readFileSync(file, "utf8");
+    writeFileSync(file, "{ not json");
+    for (const args of [["host", "list"], ["host", "add", "more", "--ssh", host.alias, "--root", root]]) {
+      const run = await sb.pu(args);
+      expect(run.code, args.join(" ")).not.toBe(0);
+      expect(run.stderr.trim().split("\n")).toHaveLength(1);
+      expect(run.stderr).toMatch(/hosts\.json: not valid JSON/);
+    }
+    expect(readFileSync(file, "utf8")).toBe("{ not json");
+    writeFileSync(file, good, { mode: 0o600 });
+    await sb.ok(["host", "remove", "gone"]);
+    const missingHost = await sb.pu(["host", "remove", "gone"]);
+    expect(missingHost.code).toBe(3);
+    const listed = await sb.puJson<{ hosts: { name: string }[] }>(["host", "list"]);
+    expect(listed.hosts.map((h) => h.name)).toEqual(["box", "same-box"]);
   });
 });

@@ -22,6 +22,7 @@ import { OperatorStateStore, operatorStatePath } from "./orchestration/queue/sta
 import { SlotLedger } from "./orchestration/slots.js";
 import { AutomationService } from "./automation/automation-service.js";
 import { DaemonService } from "./daemon-service.js";
+import { HostService } from "./hosts/host-service.js";
 
 /** How long a stopping agent gets between SIGTERM and SIGKILL. */
 export const STOP_GRACE_MS = 5000;
@@ -145,7 +146,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), automation: new AutomationService(state), daemon: new DaemonService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService }),
+      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), automation: new AutomationService(state), daemon: new DaemonService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService, hosts: new HostService(home, log) }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();

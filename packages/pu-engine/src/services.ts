@@ -7,6 +7,7 @@ import type { AutomationService } from "./automation/automation-service.js";
 import type { DaemonService } from "./daemon-service.js";
 import { OwnedWork } from "./agents/owners.js";
 import type { GroupService } from "./orchestration/groups/group-service.js";
+import type { HostService } from "./hosts/host-service.js";
 import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";
 import type { QueueService } from "./orchestration/queue/queue-service.js";
@@ -23,6 +24,7 @@ export interface EngineServices {
   plans: PlanService;
   groups: GroupService;
   queue: QueueService;
+  hosts: HostService;
 }
 
 /** Who owns what in a project now (tickets in flight, groups not finished, running plans): asked by `pu clean` and `pu kill`. */

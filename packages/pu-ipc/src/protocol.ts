@@ -8,6 +8,7 @@ import * as agents from "./requests/agents.js";
 import * as daemon from "./requests/daemon.js";
 import * as definitions from "./requests/definitions.js";
 import * as groups from "./requests/groups.js";
+import * as hosts from "./requests/hosts.js";
 import * as plans from "./requests/plans.js";
 import * as queue from "./requests/queue.js";
 import * as worktrees from "./requests/worktrees.js";
@@ -18,6 +19,7 @@ export type * from "./requests/agents.js";
 export type * from "./requests/daemon.js";
 export type * from "./requests/definitions.js";
 export type * from "./requests/groups.js";
+export type * from "./requests/hosts.js";
 export type * from "./requests/plans.js";
 export type * from "./requests/queue.js";
 export type * from "./requests/worktrees.js";
@@ -85,6 +87,10 @@ export const RequestSchemas = {
   review_reject: queue.ReviewRejectRequest,
   stats: queue.StatsRequest,
   stats_prefer: queue.StatsPreferRequest,
+  host_add: hosts.HostAddRequest,
+  host_list: hosts.HostListRequest,
+  host_remove: hosts.HostRemoveRequest,
+  host_check: hosts.HostCheckRequest,
 };
 
 type AnyRequestSchema = (typeof RequestSchemas)[keyof typeof RequestSchemas];
@@ -103,6 +109,7 @@ export type ResultMap = daemon.DaemonResults &
   definitions.DefinitionsResults &
   plans.PlansResults &
   groups.GroupsResults &
+  hosts.HostsResults &
   queue.QueueResults;
 export type ResultOf<T extends RequestType> = ResultMap[T];
 

@@ -1,0 +1,213 @@
+// The hosts this daemon (the control plane) knows: `$PU_HOME/hosts.json`, written here only
+// (locked, atomic), and `check`: is the host reachable through its transport, what does it have
+// (node, git, pu, cores, free disk under its root), and does its pu daemon answer pu's own
+// handshake through `pu daemon stdio`. Every remote argument is quoted by pu-core or passed as
+// argv; nothing a person typed becomes shell syntax on either side.
+import { spawn, type ChildProcess } from "node:child_process";
+import { readFile } from "node:fs/promises";
+import { Duplex } from "node:stream";
+import { PuError } from "@pu/core/errors";
+import { hostLayout, hostsFilePath, newHostRecord, parseHostsFile, transportArgv, type HostRecord, type HostsFile, type HostTransport } from "@pu/core/hosts-file";
+import { LockedFile } from "@pu/core/locked-file";
+import { connectClientOverStream } from "@pu/ipc/client";
+import type { HostCheck } from "@pu/ipc/protocol";
+import type { DaemonLog } from "../daemon-log.js";
+
+const CHECK_TIMEOUT_MS = 30_000;
+const MIN_NODE_MAJOR = 20;
+
+/**
+ * Runs on the host under /bin/sh with the host's root as $1: one `key=value` line per fact.
+ * Fixed text; the root arrives as an argument, never spliced in.
+ */
+const PROBE_SCRIPT = [
+  'printf "node=%s\\n" "$(node --version 2>/dev/null)"',
+  'printf "git=%s\\n" "$(git --version 2>/dev/null)"',
+  'if [ -x "$1/bin/pu" ]; then p="$1/bin/pu"; else p="$(command -v pu 2>/dev/null)"; fi',
+  'printf "pu_path=%s\\n" "$p"',
+  'if [ -n "$p" ]; then printf "pu=%s\\n" "$("$p" --version 2>/dev/null)"; fi',
+  'printf "cores=%s\\n" "$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null)"',
+  'd="$1"; while [ ! -d "$d" ]; do d="$(dirname "$d")"; done',
+  'printf "disk_kb=%s\\n" "$(df -Pk "$d" 2>/dev/null | awk "NR==2{print \\$4}")"',
+].join("\n");
+
+export interface HostAddFields {
+  name: string;
+  transport: HostTransport;
+  root: string;
+  maxAgents?: number | null;
+}
+
+interface ProbeRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+}
+
+function run(argv: string[], timeoutMs: number): Promise<ProbeRun> {
+  return new Promise((resolve) => {
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    let timedOut = false;
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill("SIGKILL");
+    }, timeoutMs);
+    child.on("error", (error) => {
+      clearTimeout(timer);
+      resolve({ code: null, stdout, stderr: error.message, timedOut });
+    });
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr, timedOut });
+    });
+  });
+}
+
+function facts(stdout: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of stdout.split("\n")) {
+    const eq = line.indexOf("=");
+    if (eq > 0) out.set(line.slice(0, eq), line.slice(eq + 1).trim());
+  }
+  return out;
+}
+
+/** The last line the transport wrote to stderr, as the one reason a person reads. */
+function lastLine(text: string): string {
+  return text.trim().split("\n").filter(Boolean).pop()?.slice(0, 500) ?? "";
+}
+
+export class HostService {
+  private readonly file = new LockedFile();
+  private readonly filePath: string;
+
+  constructor(
+    home: string,
+    private readonly log: DaemonLog,
+  ) {
+    this.filePath = hostsFilePath(home);
+  }
+
+  async list(): Promise<HostRecord[]> {
+    return (await this.read()).hosts;
+  }
+
+  async add(fields: HostAddFields): Promise<HostRecord> {
+    const record = newHostRecord(fields, new Date());
+    return this.file.withLock(this.filePath, async (write) => {
+      const current = await this.read();
+      if (current.hosts.some((h) => h.name === record.name)) {
+        throw new PuError("INVALID_ARGUMENT", `host ${record.name} already exists (pu host remove ${record.name} first)`);
+      }
+      await write(`${JSON.stringify({ ...current, hosts: [...current.hosts, record] }, null, 2)}\n`);
+      this.log.event("host_added", { host: record.name, transport: record.transport.kind });
+      return record;
+    });
+  }
+
+  async remove(name: string): Promise<HostRecord> {
+    return this.file.withLock(this.filePath, async (write) => {
+      const current = await this.read();
+      const found = current.hosts.find((h) => h.name === name);
+      if (!found) throw new PuError("NOT_FOUND", `no host named ${name} (pu host list)`);
+      await write(`${JSON.stringify({ ...current, hosts: current.hosts.filter((h) => h.name !== name) }, null, 2)}\n`);
+      this.log.event("host_removed", { host: name });
+      return found;
+    });
+  }
+
+  async get(name: string): Promise<HostRecord> {
+    const found = (await this.list()).find((h) => h.name === name);
+    if (!found) throw new PuError("NOT_FOUND", `no host named ${name} (pu host list)`);
+    return found;
+  }
+
+  async check(name: string): Promise<HostCheck> {
+    const host = await this.get(name);
+    const started = Date.now();
+    const probe = await run(transportArgv(host.transport, ["sh", "-c", PROBE_SCRIPT, "sh", host.root]), CHECK_TIMEOUT_MS);
+    const base = { name, transport: host.transport.kind, root: host.root };
+    if (probe.timedOut || probe.code !== 0) {
+      const reason = probe.timedOut ? `no answer within ${CHECK_TIMEOUT_MS / 1000} s` : lastLine(probe.stderr) || `the transport exited ${probe.code}`;
+      this.log.event("host_unreachable", { host: name, reason });
+      return { ...base, reachable: false, reason, node: null, git: null, pu: null, puPath: null, cores: null, freeDiskBytes: null, daemon: null, missing: [], seconds: (Date.now() - started) / 1000 };
+    }
+    const found = facts(probe.stdout);
+    const node = found.get("node") || null;
+    const git = found.get("git") || null;
+    const puPath = found.get("pu_path") || null;
+    const pu = found.get("pu") || null;
+    const cores = Number(found.get("cores")) || null;
+    const diskKb = Number(found.get("disk_kb"));
+    const missing: string[] = [];
+    const nodeMajor = node ? Number(/^v(\d+)/.exec(node)?.[1]) : 0;
+    if (!node) missing.push("node (20 or newer)");
+    else if (nodeMajor < MIN_NODE_MAJOR) missing.push(`node 20 or newer (the host has ${node})`);
+    if (!git) missing.push("git");
+    if (!puPath || !pu) missing.push("pu (pu host install)");
+    let daemon: HostCheck["daemon"] = null;
+    let reason: string | null = null;
+    if (puPath && pu) {
+      try {
+        daemon = await this.handshake(host, puPath);
+      } catch (error) {
+        reason = error instanceof Error ? error.message : String(error);
+      }
+    }
+    return {
+      ...base,
+      reachable: true,
+      reason,
+      node,
+      git,
+      pu,
+      puPath,
+      cores,
+      freeDiskBytes: Number.isFinite(diskKb) ? diskKb * 1024 : null,
+      daemon,
+      missing,
+      seconds: (Date.now() - started) / 1000,
+    };
+  }
+
+  /** `pu daemon stdio` on the host (starting its daemon if needed) and pu's hello through it. */
+  private async handshake(host: HostRecord, puPath: string): Promise<NonNullable<HostCheck["daemon"]>> {
+    const argv = transportArgv(host.transport, ["env", `PU_HOME=${hostLayout(host).home}`, puPath, "daemon", "stdio"]);
+    const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+    let stderr = "";
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+    try {
+      const client = await connectClientOverStream(Duplex.from({ readable: child.stdout!, writable: child.stdin! }), { clientName: "pu-control-plane", timeoutMs: CHECK_TIMEOUT_MS });
+      client.close();
+      return client.daemon;
+    } catch (error) {
+      const said = lastLine(stderr);
+      if (error instanceof PuError && error.code === "PROTOCOL_MISMATCH") {
+        throw new PuError("PROTOCOL_MISMATCH", `${error.message.replace(/; run `pu daemon restart`$/, "")} on host ${host.name}: run \`pu host install ${host.name}\``);
+      }
+      throw new PuError("DAEMON_UNAVAILABLE", `the pu daemon on ${host.name} did not answer${said ? `: ${said}` : ""}`);
+    } finally {
+      child.stdin?.end();
+      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    }
+  }
+
+  private async read(): Promise<HostsFile> {
+    let text: string;
+    try {
+      text = await readFile(this.filePath, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { version: 1, hosts: [] };
+      throw new PuError("IO_ERROR", `cannot read ${this.filePath}: ${(error as Error).message}`);
+    }
+    // A corrupt file is reported, never overwritten: every write goes through here first.
+    return parseHostsFile(text, this.filePath);
+  }
+}

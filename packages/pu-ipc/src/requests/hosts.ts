@@ -1,0 +1,49 @@
+// Hosts: other places with a pu daemon of their own, reached through ssh or an exec prefix.
+// Each request: its schema and its result (default client timeouts: request-timeouts.ts).
+import { z } from "zod";
+import type { HostRecord } from "@pu/core/hosts-file";
+import { req } from "../fields.js";
+
+const HostName = z.string().min(1).max(63);
+const Transport = z.discriminatedUnion("kind", [
+  z.object({
+    kind: z.literal("ssh"),
+    destination: z.string().min(1).max(320),
+    configFile: z.string().min(1).max(4096).optional(),
+    options: z.array(z.string().max(1100)).max(64).default([]),
+  }),
+  z.object({ kind: z.literal("exec"), command: z.array(z.string().min(1).max(4096)).min(1).max(64) }),
+]);
+
+export const HostAddRequest = req("host_add", { name: HostName, transport: Transport, root: z.string().min(1).max(4096), maxAgents: z.number().int().min(1).max(1000).optional() });
+export const HostListRequest = req("host_list", {});
+export const HostRemoveRequest = req("host_remove", { name: HostName });
+export const HostCheckRequest = req("host_check", { name: HostName });
+
+export interface HostCheck {
+  name: string;
+  transport: "ssh" | "exec";
+  root: string;
+  reachable: boolean;
+  /** Why it is unreachable, or why its daemon did not answer; null when all is well. */
+  reason: string | null;
+  node: string | null;
+  git: string | null;
+  /** `pu --version` on the host, and where that pu is (ROOT/bin/pu, else the PATH's). */
+  pu: string | null;
+  puPath: string | null;
+  cores: number | null;
+  freeDiskBytes: number | null;
+  /** The host daemon's answer to pu's hello through `pu daemon stdio`. */
+  daemon: { protocolVersion: number; daemonVersion: string; pid: number } | null;
+  /** What the host lacks for running agents, each with what to do. */
+  missing: string[];
+  seconds: number;
+}
+
+export interface HostsResults {
+  host_add: { host: HostRecord };
+  host_list: { hosts: HostRecord[] };
+  host_remove: { host: HostRecord };
+  host_check: HostCheck;
+}
