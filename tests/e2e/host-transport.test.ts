@@ -9,7 +9,11 @@ import { Duplex } from "node:stream";
 import { remoteCommandLine } from "@pu/core/remote-argv";
 import { connectClientOverStream } from "@pu/ipc/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { PU_BIN, PuSandbox } from "../helpers/pu-sandbox.js";
+import { packAll } from "../install/packed.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
 
@@ -239,4 +243,21 @@ describe.skipIf(missing !== undefined)("pu host add / list / check / remove, ove
     const listed = await sb.puJson<{ hosts: { name: string }[] }>(["host", "list"]);
     expect(listed.hosts.map((h) => h.name)).toEqual(["box", "same-box"]);
   });
+
+  it("pu host install ships this pu's tarballs over ssh, installs them with the host's npm under its root, and the host is ready", async () => {
+    const packed = mkdtempSync(path.join(os.tmpdir(), "pu-e2e-host-packed-"));
+    await packAll(packed);
+    const installRoot = `${host.home}/installed`;
+    await sb.ok(["host", "add", "fresh", "--ssh", host.alias, "--ssh-config", host.configFile, "--root", installRoot]);
+    const run = await sb.pu(["host", "install", "fresh", "--packed", packed, "--json"], { timeoutMs: 600_000 });
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as { installed: string[]; check: HostCheckJson & { puPath: string } };
+    expect(result.installed.map((f) => f.replace(/-[0-9].*$/, ""))).toEqual(["pu-core", "pu-ipc", "pu-web", "pu-engine", "pu-cli"]);
+    expect(result.check.puPath).toBe(`${installRoot}/bin/pu`);
+    expect(result.check.missing).toEqual([]);
+    expect(uidOf(result.check.daemon!.pid)).toBe(host.uid);
+    // The installed pu is the host's own files, owned by its user, not this checkout.
+    expect(statSync(`${installRoot}/prefix`).uid).toBe(host.uid);
+    expect(readFileSync(`/proc/${result.check.daemon!.pid}/cmdline`, "utf8")).toContain(`${installRoot}/prefix/`);
+  }, 600_000);
 });

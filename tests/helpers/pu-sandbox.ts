@@ -28,6 +28,8 @@ export interface RunOptions {
   env?: Record<string, string | undefined>;
   /** Written to the command's standard input (otherwise stdin is /dev/null). */
   input?: string;
+  /** When a hung command is killed (default 90 s). */
+  timeoutMs?: number;
 }
 
 /** A `pu` process left running (logs --follow, attach without a terminal). */
@@ -152,7 +154,7 @@ export class PuSandbox {
   }
 
   /** Runs `pu ARGS` to completion (cwd: the project root unless given). */
-  pu(args: string[], { cwd = this.root, env, input }: RunOptions = {}): Promise<PuRun> {
+  pu(args: string[], { cwd = this.root, env, input, timeoutMs = 90_000 }: RunOptions = {}): Promise<PuRun> {
     return new Promise((resolve) => {
       const child = spawn(process.execPath, [PU_BIN, ...args], { cwd, env: this.env(env), stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
       if (input !== undefined) child.stdin?.end(input);
@@ -162,7 +164,7 @@ export class PuSandbox {
       child.stdout?.on("data", (d: Buffer) => (stdout += d.toString("utf8")));
       child.stderr?.on("data", (d: Buffer) => (stderr += d.toString("utf8")));
       // A hung command must fail its test, not the whole run.
-      const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
+      const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
       child.on("close", (code, signal) => {
         clearTimeout(timer);
         this.children.delete(child);

@@ -53,6 +53,13 @@ export async function startSshHost(): Promise<SshHost> {
   execFileSync("usermod", ["-p", "*", user]);
   const home = execFileSync("sh", ["-c", 'getent passwd "$1" | cut -d: -f6', "sh", user], { encoding: "utf8" }).trim();
   const uid = Number(execFileSync("id", ["-u", user], { encoding: "utf8" }).trim());
+  // A machine whose TLS to the npm registry goes through a private CA (this one, CI) names that
+  // CA in npm's config; the second host gets the same, as a configured machine would have.
+  const cafile = execFileSync("npm", ["config", "get", "cafile"], { encoding: "utf8" }).trim();
+  if (cafile && cafile !== "null" && cafile !== "undefined") {
+    writeFileSync(path.join(home, ".npmrc"), `cafile=${cafile}\n`);
+    execFileSync("chown", [user, path.join(home, ".npmrc")]);
+  }
   let sshd: ChildProcess | undefined;
   const removeUser = () => {
     try {

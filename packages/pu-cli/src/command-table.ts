@@ -31,6 +31,7 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   "host add": () => import("./commands/host/add.js"),
   "host list": () => import("./commands/host/list.js"),
   "host check": () => import("./commands/host/check.js"),
+  "host install": () => import("./commands/host/install.js"),
   "host remove": () => import("./commands/host/remove.js"),
   "daemon status": () => import("./commands/daemon/status.js"),
   "trigger list": () => import("./commands/trigger/list.js"),

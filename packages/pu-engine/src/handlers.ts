@@ -11,7 +11,7 @@ import { handleDefinitionSave } from "./handlers/definition-save.js";
 import { handleDiff } from "./handlers/diff.js";
 import { handleGate } from "./handlers/gate.js";
 import { handleHealth } from "./handlers/health.js";
-import { handleHostAdd, handleHostCheck, handleHostList, handleHostRemove } from "./handlers/hosts.js";
+import { handleHostAdd, handleHostCheck, handleHostInstall, handleHostList, handleHostRemove } from "./handlers/hosts.js";
 import { handleInit } from "./handlers/init.js";
 import { handleInput } from "./handlers/input.js";
 import { handleKill } from "./handlers/kill.js";
@@ -105,6 +105,7 @@ export function createHandlers(services: EngineServices): HandlerTable {
     host_list: () => handleHostList(services),
     host_remove: (req) => handleHostRemove(services, req),
     host_check: (req) => handleHostCheck(services, req),
+    host_install: (req) => handleHostInstall(services, req),
     group_run: (req) => handleGroupRun(services, req),
     group_list: (req) => handleGroupList(services, req),
     group_status: (req) => handleGroupStatus(services, req),

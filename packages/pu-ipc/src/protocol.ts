@@ -91,6 +91,7 @@ export const RequestSchemas = {
   host_list: hosts.HostListRequest,
   host_remove: hosts.HostRemoveRequest,
   host_check: hosts.HostCheckRequest,
+  host_install: hosts.HostInstallRequest,
 };
 
 type AnyRequestSchema = (typeof RequestSchemas)[keyof typeof RequestSchemas];

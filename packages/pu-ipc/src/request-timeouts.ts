@@ -8,6 +8,8 @@ export const REQUEST_TIMEOUTS_MS: Partial<Record<RequestType, number>> = {
   spawn: 120_000,
   // Reaching a host through ssh or exec, twice (the probe, then pu's handshake).
   host_check: 90_000,
+  // Copies the tarballs and runs npm on the host (node-pty compiles there).
+  host_install: 0,
   resume: 120_000,
   kill: 120_000,
   suspend: 120_000,

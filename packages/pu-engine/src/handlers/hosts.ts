@@ -1,4 +1,4 @@
-// host_add, host_list, host_remove, host_check.
+// host_add, host_list, host_remove, host_check, host_install.
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
 
@@ -18,4 +18,8 @@ export async function handleHostRemove(ctx: HostsContext, req: RequestOf<"host_r
 
 export function handleHostCheck(ctx: HostsContext, req: RequestOf<"host_check">): Promise<ResultOf<"host_check">> {
   return ctx.hosts.check(req.name);
+}
+
+export function handleHostInstall(ctx: HostsContext, req: RequestOf<"host_install">): Promise<ResultOf<"host_install">> {
+  return ctx.hosts.install(req.name, req.packedDir);
 }

@@ -4,7 +4,9 @@
 // handshake through `pu daemon stdio`. Every remote argument is quoted by pu-core or passed as
 // argv; nothing a person typed becomes shell syntax on either side.
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { readdir, readFile } from "node:fs/promises";
+import path from "node:path";
 import { Duplex } from "node:stream";
 import { PuError } from "@pu/core/errors";
 import { hostLayout, hostsFilePath, newHostRecord, parseHostsFile, transportArgv, type HostRecord, type HostsFile, type HostTransport } from "@pu/core/hosts-file";
@@ -31,6 +33,20 @@ const PROBE_SCRIPT = [
   'printf "disk_kb=%s\\n" "$(df -Pk "$d" 2>/dev/null | awk "NR==2{print \\$4}")"',
 ].join("\n");
 
+/** Runs on the host with its root as $1: installs the uploaded tarballs under ROOT/prefix, links ROOT/bin/pu. */
+const INSTALL_SCRIPT = [
+  "set -e",
+  'cd "$1/packages"',
+  // node-pty compiles against Node's headers; a distribution's Node ships them in /usr.
+  'if [ -z "${npm_config_nodedir:-}" ] && [ -f /usr/include/node/node.h ]; then export npm_config_nodedir=/usr; fi',
+  'npm install -g --prefix "$1/prefix" --no-fund --no-audit --no-update-notifier ./*.tgz 1>&2',
+  'mkdir -p "$1/bin"',
+  'ln -sfn "$1/prefix/bin/pu" "$1/bin/pu"',
+].join("\n");
+const INSTALL_TIMEOUT_MS = 15 * 60_000;
+/** The packages `pu host install` ships, as `scripts/pack.sh` names their tarballs. */
+const PACKAGES = ["core", "ipc", "web", "engine", "cli"];
+
 export interface HostAddFields {
   name: string;
   transport: HostTransport;
@@ -45,14 +61,20 @@ interface ProbeRun {
   timedOut: boolean;
 }
 
-function run(argv: string[], timeoutMs: number): Promise<ProbeRun> {
+function run(argv: string[], timeoutMs: number, stdinFile?: string): Promise<ProbeRun> {
   return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(argv[0]!, argv.slice(1), { stdio: [stdinFile ? "pipe" : "ignore", "pipe", "pipe"] });
+    if (stdinFile) {
+      const source = createReadStream(stdinFile);
+      source.on("error", () => child.stdin!.destroy());
+      child.stdin!.on("error", () => source.destroy());
+      source.pipe(child.stdin!);
+    }
     let stdout = "";
     let stderr = "";
     let timedOut = false;
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const timer = setTimeout(() => {
       timedOut = true;
       child.kill("SIGKILL");
@@ -173,6 +195,41 @@ export class HostService {
       missing,
       seconds: (Date.now() - started) / 1000,
     };
+  }
+
+  /**
+   * Ships this pu's packed tarballs (from `scripts/pack.sh DIR`) to ROOT/packages over the
+   * transport, installs them with the host's npm under ROOT/prefix, links ROOT/bin/pu, then
+   * checks the host again.
+   */
+  async install(name: string, packedDir: string): Promise<{ installed: string[]; check: HostCheck }> {
+    const host = await this.get(name);
+    if (!path.isAbsolute(packedDir)) throw new PuError("INVALID_ARGUMENT", `--packed needs an absolute directory (got ${packedDir})`);
+    let files: string[];
+    try {
+      files = (await readdir(packedDir)).filter((f) => /^pu-[a-z]+-[0-9A-Za-z.+-]+\.tgz$/.test(f));
+    } catch (error) {
+      throw new PuError("NOT_FOUND", `cannot read ${packedDir}: ${(error as Error).message}`);
+    }
+    const tarballs = PACKAGES.map((pkg) => {
+      const found = files.filter((f) => f.startsWith(`pu-${pkg}-`)).sort().pop();
+      if (!found) throw new PuError("INVALID_ARGUMENT", `${packedDir} has no pu-${pkg}-*.tgz (make them with bash scripts/pack.sh ${packedDir})`);
+      return found;
+    });
+    this.log.event("host_install_started", { host: name, tarballs });
+    const fresh = await run(transportArgv(host.transport, ["sh", "-c", 'rm -rf "$1/packages" && mkdir -p "$1/packages"', "sh", host.root]), CHECK_TIMEOUT_MS);
+    if (fresh.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot prepare ${host.root}/packages on ${name}: ${lastLine(fresh.stderr) || `exit ${fresh.code}`}`);
+    for (const file of tarballs) {
+      const sent = await run(transportArgv(host.transport, ["sh", "-c", 'cat > "$1/packages/$2"', "sh", host.root, file]), CHECK_TIMEOUT_MS * 4, path.join(packedDir, file));
+      if (sent.code !== 0) throw new PuError("IO_ERROR", `cannot copy ${file} to ${name}: ${lastLine(sent.stderr) || `exit ${sent.code}`}`);
+    }
+    const installed = await run(transportArgv(host.transport, ["sh", "-c", INSTALL_SCRIPT, "sh", host.root]), INSTALL_TIMEOUT_MS);
+    if (installed.code !== 0) {
+      this.log.event("host_install_failed", { host: name, stderr: installed.stderr.slice(-2000) });
+      throw new PuError("SPAWN_FAILED", `npm install on ${name} failed${installed.timedOut ? " (timed out)" : ""}: ${lastLine(installed.stderr) || `exit ${installed.code}`}`);
+    }
+    this.log.event("host_installed", { host: name });
+    return { installed: tarballs, check: await this.check(name) };
   }
 
   /** `pu daemon stdio` on the host (starting its daemon if needed) and pu's hello through it. */

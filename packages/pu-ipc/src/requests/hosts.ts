@@ -19,6 +19,8 @@ export const HostAddRequest = req("host_add", { name: HostName, transport: Trans
 export const HostListRequest = req("host_list", {});
 export const HostRemoveRequest = req("host_remove", { name: HostName });
 export const HostCheckRequest = req("host_check", { name: HostName });
+/** `packedDir`: an absolute directory holding `scripts/pack.sh`'s tarballs. */
+export const HostInstallRequest = req("host_install", { name: HostName, packedDir: z.string().min(1).max(4096) });
 
 export interface HostCheck {
   name: string;
@@ -46,4 +48,5 @@ export interface HostsResults {
   host_list: { hosts: HostRecord[] };
   host_remove: { host: HostRecord };
   host_check: HostCheck;
+  host_install: { installed: string[]; check: HostCheck };
 }
