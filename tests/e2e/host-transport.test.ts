@@ -1,21 +1,21 @@
-// The transport hosts stand on (issue 23, first part): another machine's pu daemon reached
-// through the person's own OpenSSH, running `pu daemon stdio` there, with pu's own protocol and
-// handshake over ssh's stdin/stdout — no port of pu's. A real sshd on 127.0.0.1 and a second
-// local user stand in for the other machine; the remote command line is quoted by pu-core.
-import { spawn, type ChildProcess } from "node:child_process";
-import { execFileSync } from "node:child_process";
-import { chmodSync, readFileSync, statSync, writeFileSync } from "node:fs";
+// Hosts, first part (issue 23): another machine's pu daemon reached through the person's own
+// OpenSSH (or an exec prefix), running `pu daemon stdio` there, with pu's own protocol and
+// handshake over the transport's stdin/stdout — no port of pu's. A real sshd on 127.0.0.1 and a
+// second local user with its own home stand in for the other machine: `pu host add`, `check`
+// (before and after), `install` (this pu's tarballs, installed by the host's npm under its
+// root: the host runs its own copy, never this checkout's files), then the transport itself.
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { Duplex } from "node:stream";
 import { remoteCommandLine } from "@pu/core/remote-argv";
 import { connectClientOverStream } from "@pu/ipc/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { PU_BIN, PuSandbox } from "../helpers/pu-sandbox.js";
-import { packAll } from "../install/packed.js";
+import { PuSandbox } from "../helpers/pu-sandbox.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
+import { packAll } from "../install/packed.js";
 
 const missing = sshdMissing();
 // Only a machine that cannot run sshd skips, and says so; CI installs it (scripts/ci-packages.sh).
@@ -26,14 +26,34 @@ type Client = Awaited<ReturnType<typeof connectClientOverStream>>;
 
 const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
 
-describe.skipIf(missing !== undefined)("a host's daemon over ssh (pu daemon stdio)", { timeout: 120_000 }, () => {
+interface HostCheckJson {
+  reachable: boolean;
+  reason: string | null;
+  node: string | null;
+  git: string | null;
+  pu: string | null;
+  puPath: string | null;
+  cores: number | null;
+  freeDiskBytes: number | null;
+  daemon: { pid: number; protocolVersion: number; daemonVersion: string } | null;
+  missing: string[];
+}
+
+describe.skipIf(missing !== undefined)("hosts over ssh and exec: pu host add / check / install / remove, and pu daemon stdio", { timeout: 180_000 }, () => {
   let host: SshHost;
+  let sb: PuSandbox;
+  let root: string;
   let project: string;
   const transports: ChildProcess[] = [];
 
-  /** `ssh HOST pu daemon stdio`, and pu's client speaking through it. */
+  const check = async (name: string) => {
+    const run = await sb.pu(["host", "check", name, "--json"]);
+    return { code: run.code, report: JSON.parse(run.stdout) as HostCheckJson, stdout: run.stdout, stderr: run.stderr };
+  };
+
+  /** `ssh HOST ROOT/bin/pu daemon stdio` (the installed pu), and pu's client speaking through it. */
   async function connect(): Promise<{ client: Client; ssh: ChildProcess }> {
-    const remote = remoteCommandLine(["env", `PU_HOME=${host.home}/.pu-home`, process.execPath, PU_BIN, "daemon", "stdio"]);
+    const remote = remoteCommandLine(["env", `PU_HOME=${root}/home`, `${root}/bin/pu`, "daemon", "stdio"]);
     const ssh = spawn("ssh", [...host.sshArgs(), remote], { stdio: ["pipe", "pipe", "pipe"] });
     transports.push(ssh);
     let stderr = "";
@@ -49,24 +69,92 @@ describe.skipIf(missing !== undefined)("a host's daemon over ssh (pu daemon stdi
 
   beforeAll(async () => {
     host = await startSshHost();
+    root = `${host.home}/pu-root`;
     project = `${host.home}/project`;
-    execFileSync("runuser", ["-u", host.user, "--", "sh", "-c", 'git init -q -b main "$1" && git -C "$1" -c user.name=host -c user.email=host@example.invalid commit -q --allow-empty -m init', "sh", project]);
+    sb = new PuSandbox("pu-e2e-hosts-");
   });
   afterAll(async () => {
     for (const ssh of transports) if (ssh.exitCode === null) ssh.kill("SIGKILL");
+    const leftovers = await sb?.teardown();
     await host?.stop();
+    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
   }, 60_000);
 
-  it("the host's own daemon answers through ssh, with the same protocol handshake, running as the host's user", async () => {
+  it("adds a host over ssh and lists it; hostile destinations and options are refused with one line, writing nothing", async () => {
+    await sb.ok(["host", "add", "box", "--ssh", host.alias, "--ssh-config", host.configFile, "--root", root, "--max-agents", "4"]);
+    const listed = await sb.puJson<{ hosts: { name: string; transport: { kind: string; destination: string }; root: string; maxAgents: number }[] }>(["host", "list"]);
+    expect(listed.hosts).toEqual([expect.objectContaining({ name: "box", transport: expect.objectContaining({ kind: "ssh", destination: host.alias }), root, maxAgents: 4 })]);
+    const file = `${sb.home}/hosts.json`;
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const before = readFileSync(file, "utf8");
+    const refusals: [string[], RegExp][] = [
+      [["host", "add", "evil", "--ssh=-oProxyCommand=touch /tmp/pu-owned", "--root", root], /destination/],
+      [["host", "add", "evil", "--ssh", "me@box;id", "--root", root], /destination/],
+      [["host", "add", "evil", "--ssh", host.alias, "--ssh-option", "ProxyCommand=touch /tmp/pu-owned", "--root", root], /ProxyCommand is pu's to set/],
+      [["host", "add", "evil", "--ssh", host.alias, "--ssh-option", "StrictHostKeyChecking=no", "--root", root], /host keys are always verified/],
+      [["host", "add", "Evil Name", "--ssh", host.alias, "--root", root], /host name/],
+      [["host", "add", "evil", "--ssh", host.alias, "--root", "relative/path"], /absolute path/],
+      [["host", "add", "box", "--ssh", host.alias, "--root", root], /already exists/],
+      [["host", "add", "evil", "--ssh", host.alias, "--exec", "podman exec -i x", "--root", root], /exactly one of/],
+    ];
+    for (const [args, message] of refusals) {
+      const run = await sb.pu(args);
+      expect(run.code, args.join(" ")).toBe(2);
+      expect(run.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
+      expect(run.stderr).toMatch(message);
+    }
+    expect(readFileSync(file, "utf8")).toBe(before);
+  });
+
+  it("check says what the host lacks: node and git found, pu missing (exit 1)", async () => {
+    const { code, report } = await check("box");
+    expect(code).toBe(1);
+    expect(report).toMatchObject({ reachable: true, node: process.version, daemon: null });
+    expect(report.git).toMatch(/^git version /);
+    expect(report.cores).toBeGreaterThan(0);
+    expect(report.freeDiskBytes).toBeGreaterThan(0);
+    expect(report.missing).toEqual(["pu (pu host install)"]);
+  });
+
+  it("pu host install ships this pu's tarballs over ssh, installs them with the host's npm under its root, and the host is ready", async () => {
+    const packed = mkdtempSync(path.join(os.tmpdir(), "pu-e2e-host-packed-"));
+    await packAll(packed);
+    const run = await sb.pu(["host", "install", "box", "--packed", packed, "--json"], { timeoutMs: 600_000 });
+    expect(run.code, run.stderr).toBe(0);
+    const result = JSON.parse(run.stdout) as { installed: string[]; check: HostCheckJson };
+    expect(result.installed.map((f) => f.replace(/-[0-9].*$/, ""))).toEqual(["pu-core", "pu-ipc", "pu-web", "pu-engine", "pu-cli"]);
+    expect(result.check.puPath).toBe(`${root}/bin/pu`);
+    expect(result.check.pu).toMatch(/^pu \d/);
+    expect(result.check.missing).toEqual([]);
+    expect(result.check.daemon).toMatchObject({ protocolVersion: 1 });
+    const daemonPid = result.check.daemon!.pid;
+    expect(uidOf(daemonPid)).toBe(host.uid);
+    // The host runs its own copy (owned by its user, under its root), and its home is ROOT/home.
+    expect(statSync(`${root}/prefix`).uid).toBe(host.uid);
+    expect(readFileSync(`/proc/${daemonPid}/cmdline`, "utf8")).toContain(`${root}/prefix/`);
+    expect(readFileSync(`${root}/home/daemon.pid`, "utf8").trim()).toBe(String(daemonPid));
+    const human = await sb.pu(["host", "check", "box"]);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(new RegExp(`daemon pid ${daemonPid}, pu \\S+, protocol 1`));
+  }, 600_000);
+
+  it("through exec (runuser, argv with no shell) check reaches the same host daemon", async () => {
+    await sb.ok(["host", "add", "same-box", "--exec", `runuser -u ${host.user} --`, "--root", root]);
+    const overSsh = await check("box");
+    const overExec = await check("same-box");
+    expect(overExec.code, overExec.stdout).toBe(0);
+    expect(overExec.report.daemon?.pid).toBe(overSsh.report.daemon?.pid);
+  });
+
+  it("the host's own daemon answers pu's client through `ssh HOST pu daemon stdio`, running as the host's user", async () => {
     const { client } = await connect();
-    expect(client.daemon.pid).toBeGreaterThan(0);
     expect(uidOf(client.daemon.pid)).toBe(host.uid);
-    const health = await client.request("health", {});
-    expect(health).toBeTruthy();
+    expect(await client.request("health", {})).toBeTruthy();
     client.close();
   });
 
   it("init, spawn and attach on the host: the agent runs there as that user, its output and keys cross the transport", async () => {
+    execFileSync("runuser", ["-u", host.user, "--", "sh", "-c", 'git init -q -b main "$1" && git -C "$1" -c user.name=host -c user.email=host@example.invalid commit -q --allow-empty -m init', "sh", project]);
     const { client } = await connect();
     await client.request("init", { projectRoot: project });
     const spawned = await client.request("spawn", { projectRoot: project, root: true, command: "stty raw -echo; echo ready-as-$(id -un); exec cat" });
@@ -113,7 +201,7 @@ describe.skipIf(missing !== undefined)("a host's daemon over ssh (pu daemon stdi
     const { client } = await connect();
     const daemonPid = client.daemon.pid;
     client.close();
-    const remote = remoteCommandLine(["env", `PU_HOME=${host.home}/.pu-home`, process.execPath, PU_BIN, "daemon", "stdio"]);
+    const remote = remoteCommandLine(["env", `PU_HOME=${root}/home`, `${root}/bin/pu`, "daemon", "stdio"]);
     const garbage = spawn("ssh", [...host.sshArgs(), remote], { stdio: ["pipe", "ignore", "ignore"] });
     transports.push(garbage);
     garbage.stdin!.end(Buffer.from([0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4, 5]));
@@ -123,99 +211,6 @@ describe.skipIf(missing !== undefined)("a host's daemon over ssh (pu daemon stdi
     const status = await after.client.request("status", { projectRoot: project });
     expect(Object.values(status.agents).some((a) => a.live)).toBe(true);
     after.client.close();
-  });
-});
-
-describe.skipIf(missing !== undefined)("pu host add / list / check / remove, over ssh and exec", { timeout: 180_000 }, () => {
-  let host: SshHost;
-  let sb: PuSandbox;
-  let root: string;
-
-  interface HostCheckJson {
-    reachable: boolean;
-    reason: string | null;
-    node: string | null;
-    git: string | null;
-    pu: string | null;
-    cores: number | null;
-    freeDiskBytes: number | null;
-    daemon: { pid: number; protocolVersion: number; daemonVersion: string } | null;
-    missing: string[];
-  }
-  const check = async (name: string) => {
-    const run = await sb.pu(["host", "check", name, "--json"]);
-    return { code: run.code, report: JSON.parse(run.stdout) as HostCheckJson, stdout: run.stdout, stderr: run.stderr };
-  };
-
-  beforeAll(async () => {
-    host = await startSshHost();
-    root = `${host.home}/pu-root`;
-    sb = new PuSandbox("pu-e2e-hosts-");
-  });
-  afterAll(async () => {
-    const leftovers = await sb?.teardown();
-    await host?.stop();
-    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
-  }, 60_000);
-
-  it("adds a host over ssh and lists it; hostile destinations and options are refused with one line, writing nothing", async () => {
-    await sb.ok(["host", "add", "box", "--ssh", host.alias, "--ssh-config", host.configFile, "--root", root, "--max-agents", "4"]);
-    const listed = await sb.puJson<{ hosts: { name: string; transport: { kind: string; destination: string }; root: string; maxAgents: number }[] }>(["host", "list"]);
-    expect(listed.hosts).toEqual([expect.objectContaining({ name: "box", transport: expect.objectContaining({ kind: "ssh", destination: host.alias }), root, maxAgents: 4 })]);
-    const file = `${sb.home}/hosts.json`;
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    const before = readFileSync(file, "utf8");
-    const refusals: [string[], RegExp][] = [
-      [["host", "add", "evil", "--ssh=-oProxyCommand=touch /tmp/pu-owned", "--root", root], /destination/],
-      [["host", "add", "evil", "--ssh", "me@box;id", "--root", root], /destination/],
-      [["host", "add", "evil", "--ssh", host.alias, "--ssh-option", "ProxyCommand=touch /tmp/pu-owned", "--root", root], /ProxyCommand is pu's to set/],
-      [["host", "add", "evil", "--ssh", host.alias, "--ssh-option", "StrictHostKeyChecking=no", "--root", root], /host keys are always verified/],
-      [["host", "add", "Evil Name", "--ssh", host.alias, "--root", root], /host name/],
-      [["host", "add", "evil", "--ssh", host.alias, "--root", "relative/path"], /absolute path/],
-      [["host", "add", "box", "--ssh", host.alias, "--root", root], /already exists/],
-      [["host", "add", "evil", "--ssh", host.alias, "--exec", "podman exec -i x", "--root", root], /exactly one of/],
-    ];
-    for (const [args, message] of refusals) {
-      const run = await sb.pu(args);
-      expect(run.code, args.join(" ")).toBe(2);
-      expect(run.stderr.trim().split("\n"), args.join(" ")).toHaveLength(1);
-      expect(run.stderr).toMatch(message);
-    }
-    expect(readFileSync(file, "utf8")).toBe(before);
-  });
-
-  it("check says what the host lacks: node and git found, pu missing (exit 1)", async () => {
-    const { code, report } = await check("box");
-    expect(code).toBe(1);
-    expect(report).toMatchObject({ reachable: true, node: process.version, daemon: null });
-    expect(report.git).toMatch(/^git version /);
-    expect(report.cores).toBeGreaterThan(0);
-    expect(report.freeDiskBytes).toBeGreaterThan(0);
-    expect(report.missing).toEqual(["pu (pu host install)"]);
-  });
-
-  it("with pu under the host's root, check reaches the host's daemon through ssh, and through exec (runuser) the same daemon", async () => {
-    // What `pu host install` will put there: this checkout's pu, run by the host's user.
-    execFileSync("runuser", ["-u", host.user, "--", "mkdir", "-p", `${root}/bin`]);
-    const wrapper = `${root}/bin/pu`;
-    writeFileSync(wrapper, `#!/bin/sh\nexec ${process.execPath} ${PU_BIN} "$@"\n`);
-    chmodSync(wrapper, 0o755);
-    execFileSync("chown", [`${host.user}`, wrapper]);
-    const overSsh = await check("box");
-    expect(overSsh.code, overSsh.stdout).toBe(0);
-    expect(overSsh.report.pu).toMatch(/^pu \d/);
-    expect(overSsh.report.daemon).toMatchObject({ protocolVersion: 1 });
-    const daemonPid = overSsh.report.daemon!.pid;
-    expect(uidOf(daemonPid)).toBe(host.uid);
-    // Its home is under the root, as the record says.
-    expect(readFileSync(`${root}/home/daemon.pid`, "utf8").trim()).toBe(String(daemonPid));
-
-    await sb.ok(["host", "add", "same-box", "--exec", `runuser -u ${host.user} --`, "--root", root]);
-    const overExec = await check("same-box");
-    expect(overExec.code, overExec.stdout).toBe(0);
-    expect(overExec.report.daemon?.pid).toBe(daemonPid);
-    const human = await sb.pu(["host", "check", "box"]);
-    expect(human.stdout).toMatch(new RegExp(`daemon pid ${daemonPid}, pu \\S+, protocol 1`));
   });
 
   it("an unreachable host is reported in one bounded check (exit 4), never a hang", async () => {
@@ -243,21 +238,4 @@ describe.skipIf(missing !== undefined)("pu host add / list / check / remove, ove
     const listed = await sb.puJson<{ hosts: { name: string }[] }>(["host", "list"]);
     expect(listed.hosts.map((h) => h.name)).toEqual(["box", "same-box"]);
   });
-
-  it("pu host install ships this pu's tarballs over ssh, installs them with the host's npm under its root, and the host is ready", async () => {
-    const packed = mkdtempSync(path.join(os.tmpdir(), "pu-e2e-host-packed-"));
-    await packAll(packed);
-    const installRoot = `${host.home}/installed`;
-    await sb.ok(["host", "add", "fresh", "--ssh", host.alias, "--ssh-config", host.configFile, "--root", installRoot]);
-    const run = await sb.pu(["host", "install", "fresh", "--packed", packed, "--json"], { timeoutMs: 600_000 });
-    expect(run.code, run.stderr).toBe(0);
-    const result = JSON.parse(run.stdout) as { installed: string[]; check: HostCheckJson & { puPath: string } };
-    expect(result.installed.map((f) => f.replace(/-[0-9].*$/, ""))).toEqual(["pu-core", "pu-ipc", "pu-web", "pu-engine", "pu-cli"]);
-    expect(result.check.puPath).toBe(`${installRoot}/bin/pu`);
-    expect(result.check.missing).toEqual([]);
-    expect(uidOf(result.check.daemon!.pid)).toBe(host.uid);
-    // The installed pu is the host's own files, owned by its user, not this checkout.
-    expect(statSync(`${installRoot}/prefix`).uid).toBe(host.uid);
-    expect(readFileSync(`/proc/${result.check.daemon!.pid}/cmdline`, "utf8")).toContain(`${installRoot}/prefix/`);
-  }, 600_000);
 });
