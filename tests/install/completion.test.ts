@@ -72,7 +72,7 @@ describe("pu completion bash", () => {
   it("completes a group's subcommands", async () => {
     expect(await bashComplete(["trigger", ""])).toEqual(["list", "show", "create", "delete", "assign", "log"]);
     expect(await bashComplete(["trigger", "l"])).toEqual(["list", "log"]);
-    expect(await bashComplete(["daemon", "st"])).toEqual(["start", "stop", "status"]);
+    expect(await bashComplete(["daemon", "st"])).toEqual(["start", "stop", "stdio", "status"]);
   });
 
   it("completes each command's own options", async () => {

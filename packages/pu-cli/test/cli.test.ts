@@ -93,7 +93,7 @@ describe("usage errors exit 2 with one line and a hint", () => {
     [["logs", "ag-x", "--tail", "lots"], /--tail expects a number of bytes/],
     [["attach", "ag-x", "--detach-key", "x"], /--detach-key must be a control key/],
     [["attach", "ag-x", "--detach-key", "C-["], /--detach-key C-\[ is Escape, which arrow and function keys send/],
-    [["daemon"], /pu daemon needs a subcommand \(one of: start, stop, restart, status\)/],
+    [["daemon"], /pu daemon needs a subcommand \(one of: start, stop, stdio, restart, status\)/],
     [["daemon", "frob"], /pu daemon has no subcommand "frob"/],
   ])("pu %j", async (args, pattern) => {
     const r = await pu(...args);
