@@ -10,7 +10,7 @@ command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium-browser ] || missi
 [ ${#missing[@]} -eq 0 ] && exit 0
 echo "ci-packages: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1 ||
-  { apt-get update >/dev/null 2>&1 && apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null 2>&1; } ||
+apt-get install -y "${missing[@]}" >/dev/null 2>&1 ||
+  { apt-get update >/dev/null 2>&1 && apt-get install -y "${missing[@]}" >/dev/null 2>&1; } ||
   echo "ci-packages: could not install ${missing[*]}; the tests that need them will fail" >&2
 exit 0
