@@ -53,7 +53,7 @@ describe("a group of the real CLIs", () => {
       "--gate",
       "grep -q made-by-the-group group-made.txt",
       // One fix turn, as a person would allow: on a loaded 2-core machine a real CLI's first
-      // turn was once read as over before its tool ran (1 of 6 fresh-clone runs; see the closing
+      // turn was once read as over before its tool ran (1 of 5 fresh-clone runs; see the closing
       // note of the stop that added this), and the gate then found no file.
       "--retries",
       "1",
