@@ -11,6 +11,7 @@ import path from "node:path";
 import { Duplex } from "node:stream";
 import { remoteCommandLine } from "@pu/core/remote-argv";
 import { connectClientOverStream } from "@pu/ipc/client";
+import type { HostCheck } from "@pu/ipc/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PuSandbox } from "../helpers/pu-sandbox.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
@@ -26,18 +27,7 @@ type Client = Awaited<ReturnType<typeof connectClientOverStream>>;
 
 const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
 
-interface HostCheckJson {
-  reachable: boolean;
-  reason: string | null;
-  node: string | null;
-  git: string | null;
-  pu: string | null;
-  puPath: string | null;
-  cores: number | null;
-  freeDiskBytes: number | null;
-  daemon: { pid: number; protocolVersion: number; daemonVersion: string } | null;
-  missing: string[];
-}
+type HostCheckJson = HostCheck;
 
 describe.skipIf(missing !== undefined)("hosts over ssh and exec: pu host add / check / install / remove, and pu daemon stdio", { timeout: 180_000 }, () => {
   let host: SshHost;
@@ -60,7 +50,7 @@ describe.skipIf(missing !== undefined)("hosts over ssh and exec: pu host add / c
     ssh.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
     const stream = Duplex.from({ readable: ssh.stdout!, writable: ssh.stdin! });
     try {
-      const client = await connectClientOverStream(stream, { clientName: "pu-test-control-plane", timeoutMs: 30_000 });
+      const client = await connectClientOverStream(stream, { clientName: "pu-test-control-plane", timeoutMs: 30_000, remedy: "run `pu host install`" });
       return { client, ssh };
     } catch (error) {
       throw new Error(`no pu daemon through ssh: ${String(error)}; ssh said: ${stderr.trim()}`);
@@ -96,6 +86,7 @@ describe.skipIf(missing !== undefined)("hosts over ssh and exec: pu host add / c
       [["host", "add", "evil", "--ssh", host.alias, "--root", "relative/path"], /absolute path/],
       [["host", "add", "box", "--ssh", host.alias, "--root", root], /already exists/],
       [["host", "add", "evil", "--ssh", host.alias, "--exec", "podman exec -i x", "--root", root], /exactly one of/],
+      [["host", "add", "evil", "--ssh", host.alias, "--max-agents", "0", "--root", root], /--max-agents expects a whole number of at least 1/],
     ];
     for (const [args, message] of refusals) {
       const run = await sb.pu(args);

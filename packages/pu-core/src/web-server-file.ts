@@ -19,6 +19,9 @@ export const WebServerFileSchema = z.object({
 });
 export type WebServerFile = z.infer<typeof WebServerFileSchema>;
 
+/** The names `pu web` serves on by default, and the only ones `--bind` takes without `--insecure-bind`. */
+export const LOOPBACK_HOSTS: readonly string[] = ["127.0.0.1", "::1", "localhost"];
+
 export function webServerFilePath(home: string): string {
   return join(home, "web.json");
 }

@@ -342,14 +342,17 @@ function openSocket(socketPath: string): Promise<Socket> {
   });
 }
 
-function mismatch(detail: string): PuError {
-  return new PuError("PROTOCOL_MISMATCH", `${detail}; run \`pu daemon restart\``);
+/** What a person does about a version skew with the local daemon. */
+const RESTART_REMEDY = "run `pu daemon restart`";
+
+function mismatch(detail: string, remedy: string): PuError {
+  return new PuError("PROTOCOL_MISMATCH", `${detail}; ${remedy}`);
 }
 
 /** Connects to the daemon and completes the hello handshake. */
 export async function connectClient(options: ConnectOptions): Promise<Client> {
   const socket = await openSocket(options.socketPath);
-  return handshake(socket, options.clientName, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  return handshake(socket, options.clientName, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, RESTART_REMEDY);
 }
 
 /**
@@ -357,11 +360,12 @@ export async function connectClient(options: ConnectOptions): Promise<Client> {
  * through a transport (`ssh HOST pu daemon stdio`, `podman exec -i CTR pu daemon stdio`). The
  * hello handshake and its version check are the same as over the local socket.
  */
-export function connectClientOverStream(stream: Duplex, options: Omit<ConnectOptions, "socketPath">): Promise<Client> {
-  return handshake(stream, options.clientName, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+export function connectClientOverStream(stream: Duplex, options: Omit<ConnectOptions, "socketPath"> & { remedy: string }): Promise<Client> {
+  return handshake(stream, options.clientName, options.timeoutMs ?? DEFAULT_TIMEOUT_MS, options.remedy);
 }
 
-async function handshake(socket: Duplex, clientName: string, timeoutMs: number): Promise<Client> {
+/** `remedy`: what a person does when the two sides speak different protocols. */
+async function handshake(socket: Duplex, clientName: string, timeoutMs: number, remedy: string): Promise<Client> {
   const connection = new Connection(socket, timeoutMs);
 
   let ack: Frame;
@@ -370,7 +374,7 @@ async function handshake(socket: Duplex, clientName: string, timeoutMs: number):
   } catch (error) {
     connection.fail(error instanceof PuError ? error : new PuError("DAEMON_UNAVAILABLE", String(error)));
     if (error instanceof PuError && error.code === "PROTOCOL_MISMATCH") {
-      throw mismatch(`${error.message} (this pu speaks protocol ${PROTOCOL_VERSION})`);
+      throw mismatch(`${error.message} (this pu speaks protocol ${PROTOCOL_VERSION})`, remedy);
     }
     throw error;
   }
@@ -379,6 +383,7 @@ async function handshake(socket: Duplex, clientName: string, timeoutMs: number):
     throw mismatch(
       `pu daemon ${String(ack.daemonVersion)} speaks protocol ${String(ack.protocolVersion)}, ` +
         `this pu speaks protocol ${PROTOCOL_VERSION}`,
+      remedy,
     );
   }
   const daemon: HelloAck = {

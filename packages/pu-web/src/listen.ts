@@ -2,10 +2,6 @@
 // `pu web` prints works whichever of the two the browser resolves `localhost` to.
 import type { Server } from "node:http";
 
-export function loopbackAddresses(): string[] {
-  return ["127.0.0.1", "::1", "localhost"];
-}
-
 export interface Listening {
   servers: Server[];
   port: number;

@@ -5,10 +5,10 @@
 import { readFileSync, rmSync } from "node:fs";
 import { parseArgs } from "node:util";
 import writeFileAtomic from "write-file-atomic";
-import { webLogPath, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
+import { LOOPBACK_HOSTS, webLogPath, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
 import { AccessGuard } from "./access-guard.js";
 import { DaemonBridge } from "./daemon-bridge.js";
-import { listenAll, loopbackAddresses } from "./listen.js";
+import { listenAll } from "./listen.js";
 import { openEventLog } from "@pu/core/event-log";
 import { WebServer } from "./web-server.js";
 
@@ -33,7 +33,7 @@ function parseServerArgs(argv: string[]): ServerArgs {
   const port = values.port === undefined ? 0 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`--port must be 0-65535, not ${values.port}`);
   // `pu web` checks this too; the server refuses on its own so no other caller can skip it.
-  if (values.bind !== undefined && !loopbackAddresses().includes(values.bind) && !values["insecure-bind"]) {
+  if (values.bind !== undefined && !LOOPBACK_HOSTS.includes(values.bind) && !values["insecure-bind"]) {
     throw new Error(`--bind ${values.bind} is not a loopback address; add --insecure-bind to serve on it (a login token is still required)`);
   }
   return { home: values.home, port, bind: values.bind };
@@ -60,7 +60,7 @@ export async function runWebServerFromArgv(argv: string[]): Promise<void> {
   const server = new WebServer(bridge, log);
   const addresses = args.bind === undefined ? ["127.0.0.1", "::1"] : [args.bind];
   const { port, listening } = await listenAll(server.makeHttpServer, addresses, args.port);
-  const guard = new AccessGuard(args.bind === undefined ? loopbackAddresses() : [args.bind], port);
+  const guard = new AccessGuard(args.bind === undefined ? LOOPBACK_HOSTS : [args.bind], port);
   server.useGuard(guard);
   const file: WebServerFile = {
     version: 1,

@@ -1,10 +1,9 @@
 import { Command, Option } from "../clipanion.js";
 import { connectDaemon, daemonHome } from "../daemon-client.js";
+import { LOOPBACK_HOSTS } from "@pu/core/web-server-file";
 import { PuCommand } from "../pu-command.js";
 import { ensureWebServer, openInBrowser } from "../web-control.js";
 import { CliUsageError } from "../usage-error.js";
-
-const LOOPBACK = ["127.0.0.1", "::1", "localhost"];
 
 export default class WebCommand extends PuCommand {
   static override paths = [["web"]];
@@ -34,7 +33,7 @@ export default class WebCommand extends PuCommand {
   async run(): Promise<number> {
     const port = this.port === undefined ? undefined : Number(this.port);
     if (port !== undefined && (!Number.isInteger(port) || port < 1 || port > 65535)) throw new CliUsageError(`--port must be 1-65535, not ${this.port}`);
-    if (this.bind !== undefined && !LOOPBACK.includes(this.bind) && !this.insecureBind) {
+    if (this.bind !== undefined && !LOOPBACK_HOSTS.includes(this.bind) && !this.insecureBind) {
       throw new CliUsageError(`--bind ${this.bind} would let other machines reach pu; add --insecure-bind if that is what you want (a login link is still required)`);
     }
     const home = daemonHome();

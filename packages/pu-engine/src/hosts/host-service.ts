@@ -157,7 +157,7 @@ export class HostService {
     if (probe.timedOut || probe.code !== 0) {
       const reason = probe.timedOut ? `no answer within ${CHECK_TIMEOUT_MS / 1000} s` : lastLine(probe.stderr) || `the transport exited ${probe.code}`;
       this.log.event("host_unreachable", { host: name, reason });
-      return { ...base, reachable: false, reason, node: null, git: null, pu: null, puPath: null, cores: null, freeDiskBytes: null, daemon: null, missing: [], seconds: (Date.now() - started) / 1000 };
+      return { ...base, reachable: false, ready: false, reason, node: null, git: null, pu: null, puPath: null, cores: null, freeDiskBytes: null, daemon: null, missing: [], seconds: (Date.now() - started) / 1000 };
     }
     const found = facts(probe.stdout);
     const node = found.get("node") || null;
@@ -184,6 +184,7 @@ export class HostService {
     return {
       ...base,
       reachable: true,
+      ready: missing.length === 0 && daemon !== null,
       reason,
       node,
       git,
@@ -240,14 +241,16 @@ export class HostService {
     child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
     try {
-      const client = await connectClientOverStream(Duplex.from({ readable: child.stdout!, writable: child.stdin! }), { clientName: "pu-control-plane", timeoutMs: CHECK_TIMEOUT_MS });
+      const client = await connectClientOverStream(Duplex.from({ readable: child.stdout!, writable: child.stdin! }), {
+        clientName: "pu-control-plane",
+        timeoutMs: CHECK_TIMEOUT_MS,
+        remedy: `on host ${host.name}, run \`pu host install ${host.name}\``,
+      });
       client.close();
       return client.daemon;
     } catch (error) {
       const said = lastLine(stderr);
-      if (error instanceof PuError && error.code === "PROTOCOL_MISMATCH") {
-        throw new PuError("PROTOCOL_MISMATCH", `${error.message.replace(/; run `pu daemon restart`$/, "")} on host ${host.name}: run \`pu host install ${host.name}\``);
-      }
+      if (error instanceof PuError && error.code === "PROTOCOL_MISMATCH") throw error;
       throw new PuError("DAEMON_UNAVAILABLE", `the pu daemon on ${host.name} did not answer${said ? `: ${said}` : ""}`);
     } finally {
       child.stdin?.end();

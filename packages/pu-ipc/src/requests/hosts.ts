@@ -27,6 +27,8 @@ export interface HostCheck {
   transport: "ssh" | "exec";
   root: string;
   reachable: boolean;
+  /** Reachable, nothing missing, and its daemon answered: agents can run there. */
+  ready: boolean;
   /** Why it is unreachable, or why its daemon did not answer; null when all is well. */
   reason: string | null;
   node: string | null;

@@ -2,6 +2,7 @@ import { PuError } from "@pu/core/errors";
 import { describeTransport } from "@pu/core/hosts-file";
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
+import { wholeNumberOption } from "../../number-options.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class HostAddCommand extends PuCommand {
@@ -38,8 +39,7 @@ export default class HostAddCommand extends PuCommand {
   async run(): Promise<number> {
     if ((this.ssh === undefined) === (this.exec === undefined)) throw new PuError("INVALID_ARGUMENT", "give exactly one of --ssh [user@]host or --exec \"COMMAND PREFIX\"");
     if (this.exec !== undefined && (this.sshConfig !== undefined || this.sshOptions.length > 0)) throw new PuError("INVALID_ARGUMENT", "--ssh-config and --ssh-option go with --ssh");
-    const maxAgents = this.maxAgents === undefined ? undefined : Number(this.maxAgents);
-    if (maxAgents !== undefined && (!Number.isInteger(maxAgents) || maxAgents < 1)) throw new PuError("INVALID_ARGUMENT", `--max-agents must be a whole number ≥ 1 (got ${this.maxAgents})`);
+    const maxAgents = wholeNumberOption("--max-agents", this.maxAgents, 1);
     const transport =
       this.ssh !== undefined
         ? { kind: "ssh" as const, destination: this.ssh, ...(this.sshConfig ? { configFile: this.sshConfig } : {}), options: this.sshOptions }

@@ -15,8 +15,7 @@ export default class HostCheckCommand extends PuCommand {
 
   async run(): Promise<number> {
     const check = await withDaemon((client) => client.request("host_check", { name: this.name }));
-    const ready = check.reachable && check.missing.length === 0 && check.daemon !== null;
-    const exitCode = !check.reachable ? 4 : ready ? 0 : 1;
+    const exitCode = !check.reachable ? 4 : check.ready ? 0 : 1;
     return this.report.result(
       check,
       (out) => {

@@ -24,7 +24,7 @@ export default class HostInstallCommand extends PuCommand {
   async run(): Promise<number> {
     const packedDir = path.resolve(this.packed);
     const result = await withDaemon((client) => client.request("host_install", { name: this.name, packedDir }));
-    const ready = result.check.reachable && result.check.missing.length === 0 && result.check.daemon !== null;
+    const ready = result.check.ready;
     return this.report.result(
       result,
       (out) => {
