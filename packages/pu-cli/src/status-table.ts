@@ -12,6 +12,8 @@ export interface StatusRow {
   status: string;
   idle: string;
   pidExit: string;
+  /** The host it runs on, "-" for this machine (a column only when some agent runs elsewhere). */
+  host: string;
   /** The agent's last non-empty screen line, shown under its row (not a column); "" for none. */
   screen: string;
 }
@@ -25,6 +27,7 @@ const COLUMNS: { key: Exclude<keyof StatusRow, "screen">; title: string; max?: n
   { key: "agent", title: "AGENT" },
   { key: "name", title: "NAME", max: 24 },
   { key: "type", title: "TYPE", max: 12 },
+  { key: "host", title: "HOST", max: 20 },
   { key: "status", title: "STATUS" },
   { key: "idle", title: "IDLE" },
   { key: "pidExit", title: "PID/EXIT" },
@@ -50,7 +53,9 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
     agent: agent.id,
     name: agent.name,
     type: agent.agentType,
-    status: statusLabel(agent),
+    // A host that does not answer: its agents as last seen, never read as broken.
+    status: agent.hostState === "unreachable" ? `${statusLabel(agent)} (host unreachable)` : statusLabel(agent),
+    host: agent.host ?? "-",
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
     // "exit 143" is kept for real failures; pu's own stop after the work is said as such.
     pidExit: finishedByPu(agent) ? `stopped by ${agent.finishedBy}` : pidOrExit(agent),
@@ -79,9 +84,10 @@ export function statusRows(report: StatusReport): StatusRow[] {
   );
   for (const wt of worktrees) {
     const label = `${wt.id} ${wt.name}${wt.status === "active" ? "" : ` [${wt.status}]`}`;
+    const host = (wt as { host?: string }).host ?? "-";
     const agents = Object.values(wt.agents).sort(byStart);
     if (agents.length === 0) {
-      rows.push({ worktree: label, agent: "-", name: "-", type: "-", status: "-", idle: "-", pidExit: "-", screen: "" });
+      rows.push({ worktree: label, agent: "-", name: "-", type: "-", host, status: "-", idle: "-", pidExit: "-", screen: "" });
     }
     for (const agent of agents) rows.push(agentRow(label, agent));
   }
@@ -95,8 +101,9 @@ export function statusRows(report: StatusReport): StatusRow[] {
 export function renderStatusTable(report: StatusReport, { color = false, width = DEFAULT_TABLE_WIDTH }: { color?: boolean; width?: number } = {}): string {
   const rows = statusRows(report);
   if (rows.length === 0) return `no agents in ${report.projectRoot}; start one with \`pu spawn "PROMPT"\`\n`;
-  const cells = rows.map((row) => COLUMNS.map((c) => (c.max ? truncate(row[c.key], c.max) : escapeControlCharacters(row[c.key]))));
-  const widths = COLUMNS.map((c, i) => Math.max(c.title.length, ...cells.map((r) => r[i]!.length)));
+  const columns = rows.some((r) => r.host !== "-") ? COLUMNS : COLUMNS.filter((c) => c.key !== "host");
+  const cells = rows.map((row) => columns.map((c) => (c.max ? truncate(row[c.key], c.max) : escapeControlCharacters(row[c.key]))));
+  const widths = columns.map((c, i) => Math.max(c.title.length, ...cells.map((r) => r[i]!.length)));
   const line = (values: string[], styleOf: (i: number, v: string) => Style | undefined) =>
     values
       .map((v, i) => {
@@ -107,8 +114,8 @@ export function renderStatusTable(report: StatusReport, { color = false, width =
       })
       .join("  ")
       .trimEnd();
-  const statusColumn = COLUMNS.findIndex((c) => c.key === "status");
-  const out = [line(COLUMNS.map((c) => c.title), () => "bold")];
+  const statusColumn = columns.findIndex((c) => c.key === "status");
+  const out = [line(columns.map((c) => c.title), () => "bold")];
   const screenWidth = Math.max(10, width - SCREEN_LINE_INDENT.length);
   cells.forEach((r, index) => {
     out.push(line(r, (i, v) => (i === statusColumn ? (v.startsWith("broken (done)") ? "dim" : STATUS_STYLE[v.split(" ")[0]!]) : undefined)));

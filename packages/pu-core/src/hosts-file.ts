@@ -1,6 +1,7 @@
 // `$PU_HOME/hosts.json`: the places with a pu daemon of their own that this machine's daemon
 // (the control plane) reaches through a transport the person already runs — OpenSSH, or an
 // `exec` prefix for a container or pod. Written only by the daemon (locked, atomic).
+import { createHash } from "node:crypto";
 import path from "node:path";
 import { z } from "zod";
 import { PuError } from "./errors.js";
@@ -103,4 +104,33 @@ export function transportArgv(transport: HostTransport, remote: readonly string[
 /** How the transport reads in a table: `ssh me@box` or `exec podman exec -i ctr`. */
 export function describeTransport(transport: HostTransport): string {
   return transport.kind === "ssh" ? `ssh ${transport.destination}` : `exec ${transport.command.join(" ")}`;
+}
+
+/**
+ * The argv, run through the transport, that bridges to the host daemon: its `pu daemon stdio`
+ * with `PU_HOME=ROOT/home`, using `ROOT/bin/pu` when `pu host install` put it there.
+ */
+export function hostDaemonArgv(host: Pick<HostRecord, "root" | "transport">): string[] {
+  const layout = hostLayout(host);
+  return transportArgv(host.transport, ["env", `PU_HOME=${layout.home}`, "sh", "-c", 'if [ -x "$1" ]; then exec "$1" daemon stdio; fi; exec pu daemon stdio', "sh", layout.pu]);
+}
+
+/**
+ * Where a project's mirror lives on the host: its folder name, then a hash of the project's path
+ * on this machine, so two projects named alike never share a mirror.
+ */
+export function hostMirrorPath(host: Pick<HostRecord, "root">, projectRoot: string): string {
+  const base = path.basename(projectRoot).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 40) || "project";
+  const hash = createHash("sha256").update(projectRoot).digest("hex").slice(0, 10);
+  return path.posix.join(host.root, "projects", `${base}-${hash}`);
+}
+
+/**
+ * A git URL (git's `ext::` remote helper) whose far end is `git <service> MIRROR` run through the
+ * transport: git's own protocol over the host's transport, no port and no shell line of pu's
+ * making beyond the transport's own quoting. In ext::, a space separates words and `%` escapes.
+ */
+export function hostGitUrl(host: Pick<HostRecord, "transport">, service: "receive-pack" | "upload-pack", mirror: string): string {
+  const words = transportArgv(host.transport, ["git", service, mirror]);
+  return `ext::${words.map((w) => w.replace(/%/g, "%%").replace(/ /g, "% ")).join(" ")}`;
 }

@@ -22,7 +22,9 @@ import { OperatorStateStore, operatorStatePath } from "./orchestration/queue/sta
 import { SlotLedger } from "./orchestration/slots.js";
 import { AutomationService } from "./automation/automation-service.js";
 import { DaemonService } from "./daemon-service.js";
+import { HostLinks } from "./hosts/host-links.js";
 import { HostService } from "./hosts/host-service.js";
+import { RemoteAgentService } from "./hosts/remote-agents.js";
 
 /** How long a stopping agent gets between SIGTERM and SIGKILL. */
 export const STOP_GRACE_MS = 5000;
@@ -115,6 +117,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
   let plans: PlanService | undefined;
   let queue: QueueService | undefined;
   let groups: GroupService | undefined;
+  let hostLinks: HostLinks | undefined;
   try {
     log = openDaemonLog(logPath(home));
     log.event("start", { home, daemonVersion: DAEMON_VERSION, protocolVersion: PROTOCOL_VERSION, node: process.version });
@@ -141,12 +144,17 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Plan workers take the same slots and wait while automatic work is paused.
     plans = new PlanService(state, slots);
     const planService = plans;
+    // Hosts: this daemon is the control plane; agents it placed elsewhere are routed by id.
+    const hostService = new HostService(home, log);
+    hostLinks = new HostLinks(log);
+    const remote = new RemoteAgentService(home, hostService, hostLinks, log);
+    await remote.load();
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), automation: new AutomationService(state), daemon: new DaemonService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService, hosts: new HostService(home, log) }),
+      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), automation: new AutomationService(state), daemon: new DaemonService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService, hosts: hostService, remote }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();
@@ -167,6 +175,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     groups?.stop();
     scheduler?.stop();
     triggers?.stop();
+    hostLinks?.closeAll();
     await server?.close().catch(() => undefined);
     log?.close();
     removeIfOurs(pidFile);
@@ -198,6 +207,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
         groups?.stop();
         scheduler?.stop();
         triggers?.stop();
+        hostLinks?.closeAll();
         plans?.dispose();
         activeLog.event("shutdown_begin", { reason });
         // Queued ahead of the close, so each stream's last frame says why it ends.

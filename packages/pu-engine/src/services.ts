@@ -8,6 +8,7 @@ import type { DaemonService } from "./daemon-service.js";
 import { OwnedWork } from "./agents/owners.js";
 import type { GroupService } from "./orchestration/groups/group-service.js";
 import type { HostService } from "./hosts/host-service.js";
+import type { RemoteAgentService } from "./hosts/remote-agents.js";
 import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";
 import type { QueueService } from "./orchestration/queue/queue-service.js";
@@ -25,6 +26,8 @@ export interface EngineServices {
   groups: GroupService;
   queue: QueueService;
   hosts: HostService;
+  /** Agents and worktrees placed on hosts: requests about their ids are routed there. */
+  remote: RemoteAgentService;
 }
 
 /** Who owns what in a project now (tickets in flight, groups not finished, running plans): asked by `pu clean` and `pu kill`. */

@@ -47,6 +47,7 @@ export default class SpawnCommand extends PuCommand {
       ["Render a template", "$0 spawn --template review --var AREA=auth"],
       ["Bind a trigger with a variable", '$0 spawn "Add the endpoint" --trigger test-and-review --var SUITE=e2e'],
       ["Give the agent an environment variable", '$0 spawn "Run the migration" --env DATABASE_URL=postgres://localhost/dev'],
+      ["Run Claude on another machine (pu host add gpu-box …)", '$0 spawn "Fix the flaky test" --agent claude --on gpu-box'],
       ["Run an arbitrary command", '$0 spawn --command "pnpm test --watch" --root'],
       ["Pass extra arguments to the agent", '$0 spawn "Plan the refactor" --agent claude -- --model opus'],
     ],
@@ -66,6 +67,7 @@ export default class SpawnCommand extends PuCommand {
   trigger = Option.String("--trigger", { description: "Bind this trigger to the agent" });
   noTrigger = Option.Boolean("--no-trigger", false, { description: "Do not bind the default trigger" });
   plan = Option.Boolean("--plan", false, { description: "Start the agent in plan mode" });
+  on = Option.String("--on", { description: "Run the agent on this host (pu host add), in the project's mirror there" });
   yolo = Option.Boolean("--yolo", false, { description: "Launch mode yolo: the agent type's unattended flags (Claude's skip-permissions, Codex's bypass)" });
   /** Arguments after `--`, set by `main` (see `acceptsPassThrough`). */
   passThrough: string[] = [];
@@ -94,6 +96,7 @@ export default class SpawnCommand extends PuCommand {
     if (this.yolo) fields.yolo = true;
     if (this.trigger !== undefined) fields.trigger = this.trigger;
     if (this.noTrigger) fields.noTrigger = true;
+    if (this.on !== undefined) fields.on = this.on;
     if (this.passThrough.length > 0) fields.extraArgs = this.passThrough;
     if (process.env.PU_AGENT_ID) fields.callerAgentId = process.env.PU_AGENT_ID;
     // Start the PTY at the size of the terminal the user will most likely attach from.
@@ -110,8 +113,8 @@ export default class SpawnCommand extends PuCommand {
     for (const warning of result.warnings) this.report.note(`pu: warning: ${warning}`);
     return this.report.result(result, (out) => {
       const where = result.worktreeId ? `worktree ${result.worktreeId} (branch ${result.branch ?? "?"})` : "the project root";
-      out.line(`spawned ${result.agentId} (${result.agent.agentType}) in ${where}`);
-      out.line(`  cwd:    ${result.cwd}`);
+      out.line(`spawned ${result.agentId} (${result.agent.agentType}) in ${where}${result.host ? ` on host ${result.host}` : ""}`);
+      out.line(`  cwd:    ${result.cwd}${result.host ? ` (on ${result.host})` : ""}`);
       out.line(`  attach: pu attach ${result.agentId}`);
     });
   }

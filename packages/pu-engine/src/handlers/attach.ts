@@ -3,7 +3,7 @@ import type { ConnectionContext } from "@pu/ipc/server";
 import type { EngineServices } from "../services.js";
 import type { ViewerSink } from "../session/ring-viewer.js";
 
-export type AttachContext = Pick<EngineServices, "state" | "agents">;
+export type AttachContext = Pick<EngineServices, "state" | "agents" | "remote">;
 
 /**
  * Replies with where the replay starts, then streams output/notice/exit events for this
@@ -11,6 +11,8 @@ export type AttachContext = Pick<EngineServices, "state" | "agents">;
  */
 export async function handleAttach(ctx: AttachContext, req: RequestOf<"attach">, conn: ConnectionContext): Promise<AttachResult> {
   const { id, agentId } = req;
+  const placed = ctx.remote.placedAgent(agentId);
+  if (placed) return ctx.remote.attach(placed, req, conn);
   // The connection calls its drain listeners on every drain; the viewer wants one call per pause.
   let drainWaiter: (() => void) | undefined;
   conn.onDrain(() => {

@@ -1,10 +1,12 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
 
-export type ResumeContext = Pick<EngineServices, "state" | "agents">;
+export type ResumeContext = Pick<EngineServices, "state" | "agents" | "remote">;
 
 /** `pu play`: restarts a suspended agent with its type's resume command, in the same directory. */
 export async function handleResume(ctx: ResumeContext, req: RequestOf<"resume">): Promise<ResultOf<"resume">> {
+  const placed = ctx.remote.placedAgent(req.agentId);
+  if (placed) return ctx.remote.forward(placed, "resume", { agentId: req.agentId });
   const root = await ctx.state.project(req.projectRoot);
   return { agent: await ctx.agents.resume(root, req.agentId) };
 }

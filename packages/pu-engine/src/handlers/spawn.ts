@@ -1,12 +1,13 @@
 import type { RequestOf, SpawnResult } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
 
-export type SpawnContext = Pick<EngineServices, "state" | "automation" | "queue">;
+export type SpawnContext = Pick<EngineServices, "state" | "automation" | "queue" | "remote">;
 
 /** A person's spawn still runs while the queue is paused, and is told so. */
 export async function handleSpawn(ctx: SpawnContext, req: RequestOf<"spawn">): Promise<SpawnResult> {
   const root = await ctx.state.project(req.projectRoot);
-  const { type: _type, id: _id, projectRoot: _root, ...fields } = req;
+  const { type: _type, id: _id, projectRoot: _root, on, ...fields } = req;
+  if (on !== undefined) return ctx.remote.spawn(root, on, fields);
   const launched = await ctx.automation.spawn(root, fields);
   const warnings = ctx.queue.paused ? [...launched.warnings, "the queue is paused (`pu queue resume`): this spawn runs because you asked for it, but the daemon starts nothing on its own"] : launched.warnings;
   const result: SpawnResult = { agentId: launched.agentId, cwd: launched.cwd, agent: launched.entry, warnings };

@@ -3,17 +3,15 @@
 // (node, git, pu, cores, free disk under its root), and does its pu daemon answer pu's own
 // handshake through `pu daemon stdio`. Every remote argument is quoted by pu-core or passed as
 // argv; nothing a person typed becomes shell syntax on either side.
-import { spawn, type ChildProcess } from "node:child_process";
-import { createReadStream } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import { Duplex } from "node:stream";
 import { PuError } from "@pu/core/errors";
-import { hostLayout, hostsFilePath, newHostRecord, parseHostsFile, transportArgv, type HostRecord, type HostsFile, type HostTransport } from "@pu/core/hosts-file";
+import { hostsFilePath, newHostRecord, parseHostsFile, transportArgv, type HostRecord, type HostsFile, type HostTransport } from "@pu/core/hosts-file";
 import { LockedFile } from "@pu/core/locked-file";
-import { connectClientOverStream } from "@pu/ipc/client";
 import type { HostCheck } from "@pu/ipc/protocol";
 import type { DaemonLog } from "../daemon-log.js";
+import { openHostBridge } from "./host-links.js";
+import { lastLine, run } from "./run-command.js";
 
 const CHECK_TIMEOUT_MS = 30_000;
 const MIN_NODE_MAJOR = 20;
@@ -47,49 +45,6 @@ const INSTALL_TIMEOUT_MS = 15 * 60_000;
 /** The packages `pu host install` ships, as `scripts/pack.sh` names their tarballs. */
 const PACKAGES = ["core", "ipc", "web", "engine", "cli"];
 
-export interface HostAddFields {
-  name: string;
-  transport: HostTransport;
-  root: string;
-  maxAgents?: number | null;
-}
-
-interface ProbeRun {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-  timedOut: boolean;
-}
-
-function run(argv: string[], timeoutMs: number, stdinFile?: string): Promise<ProbeRun> {
-  return new Promise((resolve) => {
-    const child = spawn(argv[0]!, argv.slice(1), { stdio: [stdinFile ? "pipe" : "ignore", "pipe", "pipe"] });
-    if (stdinFile) {
-      const source = createReadStream(stdinFile);
-      source.on("error", () => child.stdin!.destroy());
-      child.stdin!.on("error", () => source.destroy());
-      source.pipe(child.stdin!);
-    }
-    let stdout = "";
-    let stderr = "";
-    let timedOut = false;
-    child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
-    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.on("error", (error) => {
-      clearTimeout(timer);
-      resolve({ code: null, stdout, stderr: error.message, timedOut });
-    });
-    child.on("close", (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr, timedOut });
-    });
-  });
-}
-
 function facts(stdout: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const line of stdout.split("\n")) {
@@ -99,9 +54,11 @@ function facts(stdout: string): Map<string, string> {
   return out;
 }
 
-/** The last line the transport wrote to stderr, as the one reason a person reads. */
-function lastLine(text: string): string {
-  return text.trim().split("\n").filter(Boolean).pop()?.slice(0, 500) ?? "";
+export interface HostAddFields {
+  name: string;
+  transport: HostTransport;
+  root: string;
+  maxAgents?: number | null;
 }
 
 export class HostService {
@@ -176,7 +133,7 @@ export class HostService {
     let reason: string | null = null;
     if (puPath && pu) {
       try {
-        daemon = await this.handshake(host, puPath);
+        daemon = await this.handshake(host);
       } catch (error) {
         reason = error instanceof Error ? error.message : String(error);
       }
@@ -234,29 +191,10 @@ export class HostService {
   }
 
   /** `pu daemon stdio` on the host (starting its daemon if needed) and pu's hello through it. */
-  private async handshake(host: HostRecord, puPath: string): Promise<NonNullable<HostCheck["daemon"]>> {
-    const argv = transportArgv(host.transport, ["env", `PU_HOME=${hostLayout(host).home}`, puPath, "daemon", "stdio"]);
-    const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
-    let stderr = "";
-    child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
-    const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
-    try {
-      const client = await connectClientOverStream(Duplex.from({ readable: child.stdout!, writable: child.stdin! }), {
-        clientName: "pu-control-plane",
-        timeoutMs: CHECK_TIMEOUT_MS,
-        remedy: `on host ${host.name}, run \`pu host install ${host.name}\``,
-      });
-      client.close();
-      return client.daemon;
-    } catch (error) {
-      const said = lastLine(stderr);
-      if (error instanceof PuError && error.code === "PROTOCOL_MISMATCH") throw error;
-      throw new PuError("DAEMON_UNAVAILABLE", `the pu daemon on ${host.name} did not answer${said ? `: ${said}` : ""}`);
-    } finally {
-      child.stdin?.end();
-      await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
-      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-    }
+  private async handshake(host: HostRecord): Promise<NonNullable<HostCheck["daemon"]>> {
+    const bridge = await openHostBridge(host, "pu-control-plane", CHECK_TIMEOUT_MS);
+    bridge.close();
+    return bridge.client.daemon;
   }
 
   private async read(): Promise<HostsFile> {

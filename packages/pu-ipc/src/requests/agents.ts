@@ -29,6 +29,8 @@ export const SpawnRequest = req("spawn", {
   rows: TerminalSide.optional(),
   // Set by the CLI when it runs inside a pu agent (PU_AGENT_ID); informational.
   callerAgentId: AgentId.optional(),
+  /** A host's name (`pu host add`): the agent runs there, in the project's mirror. */
+  on: z.string().min(1).max(63).optional(),
 });
 export const StatusRequest = req("status", { projectRoot: ProjectRoot, agentId: AgentId.optional() });
 export const SubscribeStatusRequest = req("subscribe_status", { projectRoot: ProjectRoot });
@@ -89,10 +91,15 @@ export type AgentView = AgentEntry & {
   contentHash?: string;
   /** When the screen's visible text last changed (ISO time); absent while it never showed any. */
   lastContentChange?: string;
+  /** The host the agent runs on (absent: this machine). */
+  host?: string;
+  /** Whether that host answered now; when `unreachable`, everything else is as last seen (`hostSeenAt`). */
+  hostState?: "connected" | "unreachable";
+  hostSeenAt?: string | null;
 };
 // Not Omit<WorktreeEntry, "agents">: the entry type keeps unknown keys (an index
 // signature), and Omit over an index signature erases the named fields.
-export type WorktreeView = WorktreeEntry & { agents: Record<string, AgentView> };
+export type WorktreeView = WorktreeEntry & { agents: Record<string, AgentView>; host?: string };
 export interface StatusReport {
   projectRoot: string;
   worktrees: Record<string, WorktreeView>;
@@ -107,6 +114,8 @@ export interface SpawnResult {
   branch?: string;
   cwd: string;
   agent: AgentEntry;
+  /** The host it runs on (absent: this machine); `cwd` and `worktreePath` are paths there. */
+  host?: string;
   /** Non-fatal notes, e.g. template variables that were not supplied. */
   warnings: string[];
 }

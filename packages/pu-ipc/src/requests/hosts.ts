@@ -17,7 +17,8 @@ const Transport = z.discriminatedUnion("kind", [
 
 export const HostAddRequest = req("host_add", { name: HostName, transport: Transport, root: z.string().min(1).max(4096), maxAgents: z.number().int().min(1).max(1000).optional() });
 export const HostListRequest = req("host_list", {});
-export const HostRemoveRequest = req("host_remove", { name: HostName });
+/** Refused while pu holds agents or worktrees there, unless `force` (they are forgotten here, left on the host). */
+export const HostRemoveRequest = req("host_remove", { name: HostName, force: z.boolean().optional() });
 export const HostCheckRequest = req("host_check", { name: HostName });
 /** `packedDir`: an absolute directory holding `scripts/pack.sh`'s tarballs. */
 export const HostInstallRequest = req("host_install", { name: HostName, packedDir: z.string().min(1).max(4096) });
@@ -45,9 +46,18 @@ export interface HostCheck {
   seconds: number;
 }
 
+/** The control plane's link to a host, and what pu placed there. */
+export interface HostLinkView {
+  state: "connected" | "unreachable" | "idle";
+  since: string | null;
+  reason: string | null;
+  /** Agents pu started there (every project), as last known. */
+  agents: number;
+}
+
 export interface HostsResults {
   host_add: { host: HostRecord };
-  host_list: { hosts: HostRecord[] };
+  host_list: { hosts: (HostRecord & { link: HostLinkView })[] };
   host_remove: { host: HostRecord };
   host_check: HostCheck;
   host_install: { installed: string[]; check: HostCheck };

@@ -1,0 +1,208 @@
+// The control plane's connections to host daemons: one shared link per host (status, spawn,
+// keys, kill…) and a bridge of its own per attached viewer (a stream ends with its connection).
+// Each is `pu daemon stdio` run through the host's transport, with pu's own hello and version
+// check. A link that fails is `unreachable` since then, with the transport's last word; the next
+// attempt waits out a doubling backoff (1 s … 30 s), so a dead host costs a request nothing but
+// the last known answer, and never a hang.
+import { spawn, type ChildProcess } from "node:child_process";
+import { Duplex } from "node:stream";
+import { PuError, isPuError } from "@pu/core/errors";
+import { hostDaemonArgv, type HostRecord } from "@pu/core/hosts-file";
+import { connectClientOverStream, type Client, type RequestOptions } from "@pu/ipc/client";
+import type { RequestFields, RequestType, ResultOf } from "@pu/ipc/protocol";
+import type { DaemonLog } from "../daemon-log.js";
+import { lastLine } from "./run-command.js";
+
+/** How long a host gets to answer pu's hello before it reads unreachable. */
+const HOST_CONNECT_TIMEOUT_MS = 10_000;
+const BACKOFF_FIRST_MS = 1000;
+const BACKOFF_MAX_MS = 30_000;
+
+export interface HostLinkState {
+  host: string;
+  state: "connected" | "unreachable" | "idle";
+  /** ISO time of the last change of state. */
+  since: string | null;
+  reason: string | null;
+  /** The host daemon's pid and version while connected. */
+  daemon: { pid: number; daemonVersion: string } | null;
+}
+
+/** A bridge to a host daemon: the client and the transport process under it. */
+export interface HostBridge {
+  client: Client;
+  close(): void;
+}
+
+/** Starts `pu daemon stdio` on the host and completes the hello through it. */
+export async function openHostBridge(host: HostRecord, clientName: string, timeoutMs = HOST_CONNECT_TIMEOUT_MS): Promise<HostBridge> {
+  const argv = hostDaemonArgv(host);
+  const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString("utf8")).slice(-4000);
+  });
+  const spawnFailed = new Promise<never>((_, reject) => child.once("error", (e) => reject(new PuError("DAEMON_UNAVAILABLE", `cannot run ${argv[0]}: ${e.message}`))));
+  spawnFailed.catch(() => undefined);
+  const stop = () => {
+    child.stdin?.end();
+    if (child.exitCode === null && child.signalCode === null) setTimeout(() => child.kill("SIGKILL"), 2000).unref();
+  };
+  try {
+    const client = await Promise.race([
+      connectClientOverStream(Duplex.from({ readable: child.stdout!, writable: child.stdin! }), {
+        clientName,
+        timeoutMs,
+        remedy: `run \`pu host install ${host.name}\``,
+      }),
+      spawnFailed,
+    ]);
+    void client.closed.then(stop);
+    return {
+      client,
+      close: () => {
+        client.close();
+        stop();
+      },
+    };
+  } catch (error) {
+    child.kill("SIGKILL");
+    if (isPuError(error) && error.code === "PROTOCOL_MISMATCH") throw new PuError("PROTOCOL_MISMATCH", `host ${host.name}: ${error.message}`);
+    // The transport's own last word (`Connection refused`, `Host key verification failed`) says more than a timeout.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const said = lastLine(stderr);
+    throw new PuError("DAEMON_UNAVAILABLE", `host ${host.name} is unreachable: ${said || (error instanceof Error ? error.message : String(error))}`);
+  }
+}
+
+class HostLink {
+  private bridge?: HostBridge;
+  private connecting?: Promise<Client>;
+  private failures = 0;
+  private retryAt = 0;
+  status: HostLinkState;
+
+  constructor(
+    private host: HostRecord,
+    private readonly log: DaemonLog,
+    private readonly onChange: (state: HostLinkState) => void,
+  ) {
+    this.status = { host: host.name, state: "idle", since: null, reason: null, daemon: null };
+  }
+
+  update(host: HostRecord): void {
+    this.host = host;
+  }
+
+  async client(): Promise<Client> {
+    if (this.bridge) return this.bridge.client;
+    if (this.connecting) return this.connecting;
+    if (Date.now() < this.retryAt) {
+      throw new PuError("DAEMON_UNAVAILABLE", `host ${this.host.name} is unreachable since ${this.status.since}: ${this.status.reason} (next try in ${Math.ceil((this.retryAt - Date.now()) / 1000)} s)`);
+    }
+    this.connecting = this.connect().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async connect(): Promise<Client> {
+    try {
+      const bridge = await openHostBridge(this.host, "pu-control-plane");
+      this.bridge = bridge;
+      this.failures = 0;
+      this.retryAt = 0;
+      this.set({ state: "connected", reason: null, daemon: { pid: bridge.client.daemon.pid, daemonVersion: bridge.client.daemon.daemonVersion } });
+      this.log.event("host_connected", { host: this.host.name, pid: bridge.client.daemon.pid });
+      void bridge.client.closed.then(() => {
+        if (this.bridge !== bridge) return;
+        this.bridge = undefined;
+        this.fail("the connection closed");
+      });
+      return bridge.client;
+    } catch (error) {
+      this.fail(error instanceof Error ? error.message : String(error));
+      throw error;
+    }
+  }
+
+  private fail(reason: string): void {
+    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.failures);
+    this.failures += 1;
+    this.retryAt = Date.now() + delay;
+    if (this.status.state !== "unreachable" || this.status.reason !== reason) {
+      this.log.event("host_unreachable", { host: this.host.name, reason, retryInMs: delay });
+    }
+    this.set({ state: "unreachable", reason, daemon: null }, this.status.state === "unreachable");
+  }
+
+  private set(fields: Omit<HostLinkState, "host" | "since">, keepSince = false): void {
+    this.status = { host: this.host.name, ...fields, since: keepSince ? this.status.since : new Date().toISOString() };
+    this.onChange(this.status);
+  }
+
+  /** A failed request on a live link: the link is dropped when the failure was the connection's. */
+  dropIfBroken(error: unknown): void {
+    if (isPuError(error) && (error.code === "DAEMON_UNAVAILABLE" || error.code === "TIMEOUT") && this.bridge) {
+      const bridge = this.bridge;
+      this.bridge = undefined;
+      bridge.close();
+      this.fail(error.message);
+    }
+  }
+
+  close(): void {
+    this.bridge?.close();
+    this.bridge = undefined;
+  }
+}
+
+export class HostLinks {
+  private readonly links = new Map<string, HostLink>();
+  private readonly listeners = new Set<(state: HostLinkState) => void>();
+
+  constructor(private readonly log: DaemonLog) {}
+
+  private link(host: HostRecord): HostLink {
+    let link = this.links.get(host.name);
+    if (!link) {
+      link = new HostLink(host, this.log, (state) => this.listeners.forEach((l) => l(state)));
+      this.links.set(host.name, link);
+    } else link.update(host);
+    return link;
+  }
+
+  /** One request to the host's daemon over the shared link (connecting first if needed). */
+  async request<T extends RequestType>(host: HostRecord, type: T, fields: RequestFields<T>, options?: RequestOptions): Promise<ResultOf<T>> {
+    const link = this.link(host);
+    const client = await link.client();
+    try {
+      return await client.request(type, fields, options);
+    } catch (error) {
+      link.dropIfBroken(error);
+      throw error;
+    }
+  }
+
+  /** A bridge of its own, for a stream that lives as long as its connection (attach). */
+  async dedicated(host: HostRecord): Promise<HostBridge> {
+    return openHostBridge(host, "pu-control-plane-viewer");
+  }
+
+  state(name: string): HostLinkState {
+    return this.links.get(name)?.status ?? { host: name, state: "idle", since: null, reason: null, daemon: null };
+  }
+
+  onChange(listener: (state: HostLinkState) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  forget(name: string): void {
+    this.links.get(name)?.close();
+    this.links.delete(name);
+  }
+
+  closeAll(): void {
+    for (const link of this.links.values()) link.close();
+    this.links.clear();
+  }
+}

@@ -1,0 +1,386 @@
+// Agents this control plane placed on hosts. A project placed on a host has a mirror there (the
+// base branch pushed with git's own protocol over the host's transport); the host's daemon runs
+// the agents and worktrees in it exactly as this one would. Here: which ids live where
+// (`$PU_HOME/remote-projects.json`, this daemon its only writer), the host's last report of each
+// mirror (what status shows while the host is unreachable), requests routed by id, attach relayed
+// over a bridge of its own, and merge / clean, which fetch the worktree's branch back first.
+import { readFile } from "node:fs/promises";
+import { PuError, isPuError } from "@pu/core/errors";
+import { hostGitUrl, hostMirrorPath, transportArgv, type HostRecord } from "@pu/core/hosts-file";
+import { LockedFile } from "@pu/core/locked-file";
+import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
+import type { AgentView, HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, WorktreeView } from "@pu/ipc/protocol";
+import type { ConnectionContext } from "@pu/ipc/server";
+import type { DaemonLog } from "../daemon-log.js";
+import { mergeWorktree } from "../git/merge.js";
+import { branchExists, currentBranch, git, isAncestor, revParse } from "../git/runner.js";
+import { fetchRefs, pushRefs } from "../git/transfer.js";
+import type { HostLinks, HostBridge } from "./host-links.js";
+import type { HostService } from "./host-service.js";
+import { lastLine, run } from "./run-command.js";
+
+/** A host's status answer is waited for this long before its agents are shown as last known. */
+const STATUS_TIMEOUT_MS = 5000;
+const MIRROR_TIMEOUT_MS = 60_000;
+
+/**
+ * Makes the mirror on the host ($1, base branch $2): a repository whose checked-out base a push
+ * updates in place (the host daemon makes worktrees from it). Fixed text; paths arrive as arguments.
+ */
+const MIRROR_SCRIPT = [
+  "set -e",
+  'mkdir -p "$1"',
+  'cd "$1"',
+  'if [ ! -d .git ]; then git init -q -b "$2"; fi',
+  "git config receive.denyCurrentBranch updateInstead",
+].join("\n");
+
+export type PlacedProject = RemoteProject;
+
+export interface RemoteReport {
+  project: PlacedProject;
+  report: StatusReport | null;
+  reachable: boolean;
+  seenAt: string | null;
+}
+
+type ProjectRequest = "kill" | "suspend" | "resume" | "rename" | "diff";
+
+export class RemoteAgentService {
+  private readonly file = new LockedFile();
+  private readonly filePath: string;
+  private projects: RemoteProject[] = [];
+  /** Remote attaches by local connection and agent: resize travels over the viewer's own bridge. */
+  private readonly viewerBridges = new Map<string, HostBridge>();
+
+  constructor(
+    home: string,
+    private readonly hosts: HostService,
+    private readonly links: HostLinks,
+    private readonly log: DaemonLog,
+  ) {
+    this.filePath = remoteProjectsFilePath(home);
+  }
+
+  /** Reads the record at start; a corrupt file is reported in the log and routes nothing (never overwritten). */
+  async load(): Promise<void> {
+    try {
+      this.projects = (await this.read()).projects;
+    } catch (error) {
+      this.log.event("remote_projects_unreadable", { error: (error as Error).message });
+    }
+  }
+
+  placedAgent(agentId: string): PlacedProject | undefined {
+    return this.projects.find((p) => p.agentIds.includes(agentId));
+  }
+
+  placedWorktree(worktreeId: string): PlacedProject | undefined {
+    return this.projects.find((p) => p.worktreeIds.includes(worktreeId));
+  }
+
+  /** The placement an id (agent or worktree) belongs to. */
+  placed(id: string): PlacedProject | undefined {
+    return this.placedAgent(id) ?? this.placedWorktree(id);
+  }
+
+  projectsOf(projectRoot: string): PlacedProject[] {
+    return this.projects.filter((p) => p.projectRoot === projectRoot);
+  }
+
+  /** How many agents pu placed on each host (every project). */
+  agentCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const p of this.projects) counts.set(p.host, (counts.get(p.host) ?? 0) + p.agentIds.length);
+    return counts;
+  }
+
+  /**
+   * The link to a host as `pu host list` shows it; a host holding agents is asked first (bounded),
+   * so the state is current rather than whatever this daemon last happened to see.
+   */
+  async linkView(host: HostRecord): Promise<HostLinkView> {
+    const agents = this.agentCounts().get(host.name) ?? 0;
+    if (agents > 0) await this.links.request(host, "health", {}, { timeoutMs: STATUS_TIMEOUT_MS }).catch(() => undefined);
+    const { state, since, reason } = this.links.state(host.name);
+    return { state, since, reason, agents };
+  }
+
+  /** What pu holds on a host: refused `pu host remove` unless forced. */
+  holdings(host: string): { agents: number; worktrees: number } {
+    const on = this.projects.filter((p) => p.host === host);
+    return { agents: on.reduce((n, p) => n + p.agentIds.length, 0), worktrees: on.reduce((n, p) => n + p.worktreeIds.length, 0) };
+  }
+
+  async forgetHost(host: string): Promise<void> {
+    await this.change((file) => ({ ...file, projects: file.projects.filter((p) => p.host !== host) }));
+    this.links.forget(host);
+  }
+
+  /** `pu spawn --on HOST`: the base pushed to the host's mirror, then the host daemon's own spawn there. */
+  async spawn(projectRoot: string, hostName: string, fields: Omit<RequestFields<"spawn">, "projectRoot" | "on">): Promise<SpawnResult> {
+    const host = await this.hosts.get(hostName);
+    const baseBranch = fields.base ?? (await currentBranch(projectRoot));
+    if (!baseBranch) throw new PuError("INVALID_STATE", `${projectRoot} is on a detached HEAD; check out a branch (or pass --base) to place an agent on ${hostName}`);
+    if (!(await branchExists(projectRoot, baseBranch))) throw new PuError("INVALID_ARGUMENT", `no branch ${baseBranch} in ${projectRoot}`);
+    const mirror = hostMirrorPath(host, projectRoot);
+    await this.pushBase(host, projectRoot, mirror, baseBranch);
+    await this.links.request(host, "init", { projectRoot: mirror });
+    const result = await this.links.request(host, "spawn", { ...fields, base: baseBranch, projectRoot: mirror }, { timeoutMs: 120_000 });
+    await this.change((file) => {
+      const projects = [...file.projects];
+      let project = projects.find((p) => p.host === host.name && p.projectRoot === projectRoot);
+      if (!project) {
+        project = { host: host.name, projectRoot, mirror, baseBranch, agentIds: [], worktreeIds: [], merged: [], lastReport: null, lastSeenAt: null };
+        projects.push(project);
+      }
+      project.baseBranch = baseBranch;
+      if (!project.agentIds.includes(result.agentId)) project.agentIds.push(result.agentId);
+      if (result.worktreeId && !project.worktreeIds.includes(result.worktreeId)) project.worktreeIds.push(result.worktreeId);
+      return { ...file, projects };
+    });
+    this.log.event("remote_spawned", { host: host.name, projectRoot, agentId: result.agentId, worktreeId: result.worktreeId });
+    return { ...result, host: host.name };
+  }
+
+  /** Each host's report of this project's mirror: fresh when it answers in time, else as last seen. */
+  async reports(projectRoot: string): Promise<RemoteReport[]> {
+    return Promise.all(
+      this.projectsOf(projectRoot).map(async (project): Promise<RemoteReport> => {
+        try {
+          const host = await this.hosts.get(project.host);
+          const report = await this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS });
+          const seenAt = new Date().toISOString();
+          await this.remember(project, report, seenAt);
+          return { project, report, reachable: true, seenAt };
+        } catch (error) {
+          if (!isPuError(error) || !["DAEMON_UNAVAILABLE", "TIMEOUT", "PROTOCOL_MISMATCH", "NOT_INITIALIZED"].includes(error.code)) throw error;
+          return { project, report: (project.lastReport as StatusReport | null) ?? null, reachable: false, seenAt: project.lastSeenAt };
+        }
+      }),
+    );
+  }
+
+  /** The local report with every host's agents and worktrees of the project added, each naming its host. */
+  async withRemote(local: StatusReport): Promise<StatusReport> {
+    const remotes = await this.reports(local.projectRoot);
+    if (remotes.length === 0) return local;
+    const merged: StatusReport = { ...local, worktrees: { ...local.worktrees }, agents: { ...local.agents } };
+    for (const { project, report, reachable, seenAt } of remotes) {
+      if (!report) continue;
+      const tag = (agent: AgentView): AgentView => {
+        const view: AgentView = { ...agent, host: project.host, hostState: reachable ? "connected" : "unreachable", hostSeenAt: seenAt };
+        // Last known: the host is not answering, so nothing is known to run or to count idle time.
+        if (!reachable) Object.assign(view, { live: false, idleSeconds: null });
+        return view;
+      };
+      for (const [id, agent] of Object.entries(report.agents ?? {})) if (project.agentIds.includes(id)) merged.agents[id] = tag(agent);
+      for (const [id, wt] of Object.entries(report.worktrees ?? {})) {
+        if (!project.worktreeIds.includes(id)) continue;
+        const agents: Record<string, AgentView> = {};
+        for (const [agentId, agent] of Object.entries(wt.agents)) agents[agentId] = tag(agent);
+        const status = project.merged.includes(id) ? "merged" : wt.status;
+        merged.worktrees[id] = { ...wt, status, agents, host: project.host } as WorktreeView;
+      }
+    }
+    return merged;
+  }
+
+  /** A request about one placed id, sent to its host with the mirror as the project. */
+  async forward<T extends ProjectRequest>(project: PlacedProject, type: T, fields: Omit<RequestFields<T>, "projectRoot">): Promise<ResultOf<T>> {
+    const host = await this.hosts.get(project.host);
+    return this.links.request(host, type, { ...fields, projectRoot: project.mirror } as RequestFields<T>);
+  }
+
+  /** A request that names only an agent (keys, logs, signals). */
+  async forwardAgent<T extends "input" | "type_text" | "logs" | "agent_signal">(project: PlacedProject, type: T, fields: RequestFields<T>): Promise<ResultOf<T>> {
+    const host = await this.hosts.get(project.host);
+    return this.links.request(host, type, fields);
+  }
+
+  /** Resize over the viewer's own bridge when it is attached (the host sizes the terminal per viewer), else the shared link. */
+  async resize(project: PlacedProject, req: RequestOf<"resize">, conn: ConnectionContext): Promise<ResultOf<"resize">> {
+    const fields = { agentId: req.agentId, cols: req.cols, rows: req.rows };
+    const bridge = this.viewerBridges.get(`${conn.connectionId}:${req.agentId}`);
+    if (bridge) return bridge.client.request("resize", fields);
+    const host = await this.hosts.get(project.host);
+    return this.links.request(host, "resize", fields);
+  }
+
+  /**
+   * Attach relayed from the host: a bridge of its own (the host's viewer ends with it), events
+   * passed on at the local viewer's pace, so the host daemon's slow-viewer rule applies end to end.
+   */
+  async attach(project: PlacedProject, req: RequestOf<"attach">, conn: ConnectionContext): Promise<AttachResult> {
+    const host = await this.hosts.get(project.host);
+    const bridge = await this.links.dedicated(host);
+    const key = `${conn.connectionId}:${req.agentId}`;
+    let stream: Awaited<ReturnType<typeof bridge.client.openStream<"attach">>>;
+    try {
+      stream = await bridge.client.openStream("attach", req.fromOffset === undefined ? { agentId: req.agentId } : { agentId: req.agentId, fromOffset: req.fromOffset });
+    } catch (error) {
+      bridge.close();
+      throw error;
+    }
+    this.viewerBridges.get(key)?.close();
+    this.viewerBridges.set(key, bridge);
+    let drained: (() => void) | undefined;
+    conn.onDrain(() => {
+      const waiter = drained;
+      drained = undefined;
+      waiter?.();
+    });
+    let exited = false;
+    conn.onClose(() => {
+      bridge.close();
+      if (this.viewerBridges.get(key) === bridge) this.viewerBridges.delete(key);
+    });
+    void (async () => {
+      try {
+        for await (const event of stream) {
+          if (conn.closed) break;
+          if (event.type === "exit") exited = true;
+          if (!conn.send({ ...event, id: req.id })) await new Promise<void>((resolve) => (drained = resolve));
+        }
+      } catch {
+        // The bridge failed: said below.
+      }
+      if (!conn.closed && !exited) {
+        conn.send({ type: "notice", id: req.id, agentId: req.agentId, code: "DETACHED", message: `lost the connection to host ${project.host}; the agent keeps running there (\`pu attach ${req.agentId}\` again resumes from where you were)` });
+        conn.close();
+      }
+    })();
+    return stream.result;
+  }
+
+  /**
+   * Merges a host worktree's branch into the local base: the branch is fetched back over the
+   * transport (never forced over a local branch of the same name), then merged here as any.
+   */
+  async merge(project: PlacedProject, worktreeId: string, strategy: "merge" | "squash" | "ff-only", message: string | undefined): Promise<MergeResult> {
+    const { host, worktree } = await this.fetchBack(project, worktreeId);
+    await this.refuseUncommitted(host, worktree);
+    const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
+    const baseCommit = await revParse(project.projectRoot, `refs/heads/${project.baseBranch}`);
+    if (branchCommit && baseCommit && (await isAncestor(project.projectRoot, branchCommit, baseCommit)) && !project.merged.includes(worktreeId)) {
+      return { worktreeId, status: worktree.status, strategy, baseBranch: project.baseBranch, nothingToMerge: true };
+    }
+    const outcome = await mergeWorktree({ projectRoot: project.projectRoot, branch: worktree.branch, baseBranch: project.baseBranch, strategy, ...(message ? { message } : {}) });
+    await this.change((file) => {
+      const found = file.projects.find((p) => p.host === project.host && p.projectRoot === project.projectRoot);
+      if (found && !found.merged.includes(worktreeId)) found.merged.push(worktreeId);
+      return file;
+    });
+    this.log.event("remote_merged", { host: project.host, worktreeId, branch: worktree.branch, commit: outcome.commit });
+    return { worktreeId, status: "merged", strategy, baseBranch: project.baseBranch, commit: outcome.commit };
+  }
+
+  /**
+   * Removes a host worktree (its agents stopped there). Unless forced, refused while it holds
+   * uncommitted files or commits the local base lacks — checked against this machine's base,
+   * where the merge landed, after fetching the branch back.
+   */
+  async clean(project: PlacedProject, worktreeId: string, force: boolean): Promise<CleanResult> {
+    const { host, worktree } = await this.fetchBack(project, worktreeId);
+    const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
+    if (!force) {
+      const dirty = await this.uncommitted(host, worktree.path);
+      const unmerged = branchCommit ? Number((await git(project.projectRoot, ["rev-list", "--count", `refs/heads/${project.baseBranch}..${branchCommit}`])).trim()) : 0;
+      if (dirty.length > 0 || unmerged > 0) {
+        return { cleaned: [], kept: [{ worktreeId, name: worktree.name, reason: `on host ${project.host}: ${[dirty.length > 0 ? `${dirty.length} uncommitted file(s)` : "", unmerged > 0 ? `${unmerged} commit(s) ${project.baseBranch} lacks` : ""].filter(Boolean).join(", ")} (pu merge ${worktreeId} first, or --force)`, uncommittedFiles: dirty, unmergedCommits: unmerged }] };
+      }
+    }
+    const result = await this.links.request(host, "clean", { projectRoot: project.mirror, worktreeId, force: true });
+    // The local copy of the branch goes with the worktree once nothing on it is lost.
+    if (branchCommit && (await isAncestor(project.projectRoot, branchCommit, `refs/heads/${project.baseBranch}`).catch(() => false))) {
+      await git(project.projectRoot, ["branch", "-D", worktree.branch]).catch(() => undefined);
+    }
+    const gone = new Set([worktreeId, ...Object.keys(worktree.agents)]);
+    await this.change((file) => {
+      const found = file.projects.find((p) => p.host === project.host && p.projectRoot === project.projectRoot);
+      if (found) {
+        found.worktreeIds = found.worktreeIds.filter((id) => !gone.has(id));
+        found.agentIds = found.agentIds.filter((id) => !gone.has(id));
+        found.merged = found.merged.filter((id) => !gone.has(id));
+      }
+      return file;
+    });
+    this.log.event("remote_cleaned", { host: project.host, worktreeId });
+    return result;
+  }
+
+  private async fetchBack(project: PlacedProject, worktreeId: string): Promise<{ host: HostRecord; worktree: WorktreeView }> {
+    const host = await this.hosts.get(project.host);
+    const report = await this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS });
+    await this.remember(project, report, new Date().toISOString());
+    const worktree = report.worktrees[worktreeId];
+    if (!worktree) throw new PuError("WORKTREE_NOT_FOUND", `host ${project.host} no longer has worktree ${worktreeId}`);
+    try {
+      // Not forced: a local branch of that name that went its own way is never overwritten.
+      await fetchRefs(project.projectRoot, hostGitUrl(host, "upload-pack", project.mirror), [`refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`]);
+    } catch (error) {
+      throw new PuError("GIT_ERROR", `cannot fetch ${worktree.branch} back from ${project.host}: ${(error as Error).message}`);
+    }
+    return { host, worktree };
+  }
+
+  private async uncommitted(host: HostRecord, worktreePath: string): Promise<string[]> {
+    const status = await run(transportArgv(host.transport, ["git", "-C", worktreePath, "status", "--porcelain", "--untracked-files=normal"]), STATUS_TIMEOUT_MS * 2);
+    if (status.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot read ${worktreePath} on ${host.name}: ${lastLine(status.stderr) || `exit ${status.code}`}`);
+    return status.stdout
+      .split("\n")
+      .filter((line) => line.length > 3)
+      .map((line) => line.slice(3))
+      .filter((file) => !file.startsWith(".pu/"));
+  }
+
+  private async refuseUncommitted(host: HostRecord, worktree: WorktreeView): Promise<void> {
+    const dirty = await this.uncommitted(host, worktree.path);
+    if (dirty.length > 0) {
+      throw new PuError("INVALID_STATE", `worktree ${worktree.id} on ${host.name} has uncommitted changes (${dirty.slice(0, 5).join(", ")}); commit them in the worktree first`);
+    }
+  }
+
+  private async pushBase(host: HostRecord, projectRoot: string, mirror: string, baseBranch: string): Promise<void> {
+    const made = await run(transportArgv(host.transport, ["sh", "-c", MIRROR_SCRIPT, "sh", mirror, baseBranch]), MIRROR_TIMEOUT_MS);
+    if (made.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot prepare the mirror ${mirror} on ${host.name}: ${lastLine(made.stderr) || `exit ${made.code}`}`);
+    try {
+      await pushRefs(projectRoot, hostGitUrl(host, "receive-pack", mirror), [`+refs/heads/${baseBranch}:refs/heads/${baseBranch}`]);
+    } catch (error) {
+      throw new PuError("GIT_ERROR", `cannot push ${baseBranch} to ${host.name}: ${(error as Error).message}`);
+    }
+  }
+
+  private async remember(project: PlacedProject, report: StatusReport, seenAt: string): Promise<void> {
+    project.lastReport = report as unknown as Record<string, unknown>;
+    project.lastSeenAt = seenAt;
+    await this.change((file) => {
+      const found = file.projects.find((p) => p.host === project.host && p.projectRoot === project.projectRoot);
+      if (found) {
+        found.lastReport = project.lastReport;
+        found.lastSeenAt = seenAt;
+      }
+      return file;
+    });
+  }
+
+  private async change(fn: (file: RemoteProjectsFile) => RemoteProjectsFile): Promise<void> {
+    await this.file.withLock(this.filePath, async (write) => {
+      const next = fn(await this.read());
+      await write(`${JSON.stringify(next)}\n`);
+      this.projects = next.projects;
+    });
+  }
+
+  private async read(): Promise<RemoteProjectsFile> {
+    let text: string;
+    try {
+      text = await readFile(this.filePath, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { version: 1, projects: [] };
+      throw new PuError("IO_ERROR", `cannot read ${this.filePath}: ${(error as Error).message}`);
+    }
+    return parseRemoteProjectsFile(text, this.filePath);
+  }
+}
+

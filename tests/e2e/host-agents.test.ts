@@ -1,0 +1,180 @@
+// Agents on a host (issue 23), end to end through a real OpenSSH server and a second local user
+// standing in for another machine: `pu spawn --on HOST` pushes the project's base to a mirror on
+// the host with git's own protocol over ssh, the host's daemon runs the agent there as that user,
+// and this machine's daemon — the control plane — routes status, send, logs, attach, diff, merge,
+// clean and kill by id. Faults: a dropped link (the agent keeps running; the host reads
+// unreachable, its agents last known, never broken; reconnect), a SIGKILLed control plane.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { connectClient } from "@pu/ipc/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { allAgents, PuSandbox, type StatusJson } from "../helpers/pu-sandbox.js";
+import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
+import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
+import { packAll } from "../install/packed.js";
+
+const missing = sshdMissing();
+if (missing && process.env.CI) throw new Error(missing);
+if (missing) console.warn(`host-agents.test.ts skipped: ${missing}`);
+
+const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
+
+interface RemoteAgentJson {
+  id: string;
+  pid?: number;
+  status: string;
+  live: boolean;
+  host?: string;
+  hostState?: string;
+  exitCode?: number | null;
+}
+
+/** A scripted agent: commits a file in its worktree, then echoes what it is sent. */
+const AGENT_SCRIPT =
+  'echo remote-work > remote.txt && git add remote.txt && git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "work done on the host" && stty raw -echo; echo "ready on $(id -un) hostile=$HOSTILE"; exec cat';
+
+describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by id, merge back, faults", { timeout: 180_000 }, () => {
+  let host: SshHost;
+  let sb: PuSandbox;
+  let root: string;
+  let agentId: string;
+  let worktreeId: string;
+  let sshConfig: string;
+
+  const remoteAgent = async (id: string): Promise<RemoteAgentJson> => {
+    const found = allAgents(await sb.status()).find((a) => a.id === id) as RemoteAgentJson | undefined;
+    if (!found) throw new Error(`agent ${id} is not in pu status`);
+    return found;
+  };
+
+  beforeAll(async () => {
+    host = await startSshHost();
+    root = `${host.home}/pu-root`;
+    sb = new PuSandbox("pu-e2e-host-agents-");
+    sshConfig = readFileSync(host.configFile, "utf8");
+    await sb.ok(["host", "add", "box", "--ssh", host.alias, "--ssh-config", host.configFile, "--root", root]);
+    const packed = mkdtempSync(path.join(os.tmpdir(), "pu-e2e-host-agents-packed-"));
+    await packAll(packed);
+    const installed = await sb.pu(["host", "install", "box", "--packed", packed], { timeoutMs: 600_000 });
+    if (installed.code !== 0) throw new Error(`pu host install: ${installed.stderr}`);
+    await sb.ok(["init"]);
+  }, 600_000);
+  afterAll(async () => {
+    const leftovers = await sb?.teardown();
+    await host?.stop();
+    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
+  }, 60_000);
+
+  it("spawn --on runs the agent on the host, as its user, in a worktree of the project's mirror; status shows it with a HOST column", async () => {
+    const hostileFile = `${host.home}/pu-owned`;
+    const spawned = await sb.puJson<{ agentId: string; worktreeId: string; host: string; cwd: string; agent: { pid: number } }>([
+      "spawn", "--on", "box", "--name", "remote-fix", "--command", AGENT_SCRIPT, "--env", `HOSTILE=$(touch ${hostileFile});'"\`id\``,
+    ]);
+    agentId = spawned.agentId;
+    worktreeId = spawned.worktreeId;
+    expect(spawned.host).toBe("box");
+    expect(spawned.cwd.startsWith(`${root}/projects/`)).toBe(true);
+    expect(uidOf(spawned.agent.pid)).toBe(host.uid);
+    await sb.waitForLogs(agentId, /ready on puhost\S+ hostile=\$\(touch/);
+    expect(existsSync(hostileFile), "an env value ran as a command on the host").toBe(false);
+
+    const agent = await remoteAgent(agentId);
+    expect(agent).toMatchObject({ host: "box", hostState: "connected", live: true });
+    const table = await sb.ok(["status"]);
+    expect(table).toMatch(/\bHOST\b/);
+    expect(table).toMatch(new RegExp(`${agentId}.*\\bbox\\b`));
+    const hosts = await sb.puJson<{ hosts: { name: string; link: { state: string; agents: number } }[] }>(["host", "list"]);
+    expect(hosts.hosts[0]!.link).toMatchObject({ state: "connected", agents: 1 });
+  });
+
+  it("send, logs and attach reach the remote agent by its id alone", async () => {
+    await sb.ok(["send", agentId, "typed-from-the-control-plane"]);
+    await sb.waitForLogs(agentId, "typed-from-the-control-plane");
+    const client = await connectClient({ socketPath: path.join(sb.home, "daemon.sock"), clientName: "pu-test-viewer" });
+    try {
+      const stream = await client.openStream("attach", { agentId });
+      let seen = "";
+      const reading = (async () => {
+        for await (const event of stream) if (event.type === "output") seen += Buffer.from(event.data).toString("utf8");
+      })();
+      await waitFor("the replay through the control plane", async () => (seen.includes("typed-from-the-control-plane") ? true : undefined), 30_000, 50);
+      await stream.request("input", { agentId, data: Buffer.from("keys-while-attached") });
+      await waitFor("the echo of keys typed while attached", async () => (seen.includes("keys-while-attached") ? true : undefined), 30_000, 50);
+      stream.close();
+      await reading;
+    } finally {
+      client.close();
+    }
+  });
+
+  it("diff shows the remote worktree's commit; merge fetches the branch back and merges it into the local base", async () => {
+    const diff = await sb.puJson<{ worktrees: { worktreeId: string; files: { path: string }[] }[] }>(["diff", "--worktree", worktreeId]);
+    expect(diff.worktrees[0]!.files.map((f) => f.path)).toEqual(["remote.txt"]);
+    // Not merged yet: clean refuses, naming the commit the local base lacks.
+    const refused = await sb.pu(["clean", "--worktree", worktreeId]);
+    expect(refused.stdout + refused.stderr).toMatch(/1 commit\(s\) main lacks/);
+
+    const merged = await sb.puJson<{ status: string; commit: string }>(["merge", worktreeId]);
+    expect(merged.status).toBe("merged");
+    expect(readFileSync(path.join(sb.root, "remote.txt"), "utf8")).toBe("remote-work\n");
+    expect(sb.git(["log", "--format=%s", "main"])).toContain("work done on the host");
+    const report = (await sb.status()) as StatusJson;
+    expect((report.worktrees[worktreeId] as { status: string }).status).toBe("merged");
+  });
+
+  it("a dropped link leaves the agent running; the host reads unreachable and its agent last known (never broken); the link comes back", async () => {
+    const before = await remoteAgent(agentId);
+    // The control plane's link is an ssh client child of the local daemon: kill it, and refuse new ones.
+    writeFileSync(host.configFile, sshConfig.replace(/Port \d+/, "Port 1"));
+    const daemonPid = sb.noteDaemonPid()!;
+    const links = execFileSync("sh", ["-c", 'pgrep -P "$1" -x ssh || true', "sh", String(daemonPid)], { encoding: "utf8" }).split("\n").filter(Boolean).map(Number);
+    expect(links.length).toBeGreaterThan(0);
+    for (const pid of links) process.kill(pid, "SIGKILL");
+    expect(isProcessAlive(before.pid!)).toBe(true);
+
+    const lastKnown = await waitFor("the host to read unreachable", async () => {
+      const agent = await remoteAgent(agentId);
+      return agent.hostState === "unreachable" ? agent : undefined;
+    }, 60_000, 250);
+    expect(lastKnown.status).toBe(before.status);
+    expect(lastKnown.status).not.toBe("broken");
+    expect(await sb.ok(["status"])).toMatch(/host unreachable/);
+    const hosts = await sb.puJson<{ hosts: { link: { state: string; reason: string } }[] }>(["host", "list"]);
+    expect(hosts.hosts[0]!.link.state).toBe("unreachable");
+    const send = await sb.pu(["send", agentId, "lost"]);
+    expect(send.code).toBe(4);
+    expect(send.stderr.trim().split("\n")).toHaveLength(1);
+
+    writeFileSync(host.configFile, sshConfig);
+    const back = await waitFor("the link to come back", async () => {
+      const agent = await remoteAgent(agentId);
+      return agent.hostState === "connected" ? agent : undefined;
+    }, 60_000, 500);
+    expect(back.live).toBe(true);
+    expect(back.pid).toBe(before.pid);
+  });
+
+  it("a SIGKILLed control plane finds its remote agents again on restart", async () => {
+    await sb.sigkillDaemon();
+    const agent = await remoteAgent(agentId);
+    expect(agent).toMatchObject({ host: "box", hostState: "connected", live: true });
+    await sb.ok(["send", agentId, "after-the-restart"]);
+    await sb.waitForLogs(agentId, "after-the-restart");
+  });
+
+  it("host remove refuses while agents run there; kill and clean route to the host and end them there", async () => {
+    const refused = await sb.pu(["host", "remove", "box"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/holds 1 agent\(s\) and 1 worktree\(s\)/);
+    const pid = (await remoteAgent(agentId)).pid!;
+    await sb.ok(["kill", agentId]);
+    await waitFor("the remote agent's process to end", async () => (isProcessAlive(pid) ? undefined : true), 30_000, 100);
+    const cleaned = await sb.puJson<{ cleaned: { worktreeId: string; removedPath: boolean }[] }>(["clean", "--worktree", worktreeId]);
+    expect(cleaned.cleaned).toEqual([expect.objectContaining({ worktreeId, removedPath: true })]);
+    const after = await sb.status();
+    expect(after.worktrees[worktreeId]).toBeUndefined();
+    await sb.ok(["host", "remove", "box"]);
+  });
+});
