@@ -169,8 +169,20 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/holds 1 agent\(s\) and 1 worktree\(s\)/);
     const pid = (await remoteAgent(agentId)).pid!;
+    // A status stream (what pu dash and pu web follow) carries the host's agents and hears their changes.
+    const client = await connectClient({ socketPath: path.join(sb.home, "daemon.sock"), clientName: "pu-test-watcher" });
+    const stream = await client.openStream("subscribe_status", { projectRoot: sb.root });
+    expect(stream.result.worktrees[worktreeId]?.agents[agentId]).toMatchObject({ host: "box", hostState: "connected", live: true });
+    const heard = (async () => {
+      for await (const event of stream) {
+        if (event.type === "status_event" && event.changed.some((c) => c.agentId === agentId && c.to === "broken")) return event.report.worktrees[worktreeId]?.agents[agentId];
+      }
+      return undefined;
+    })();
     await sb.ok(["kill", agentId]);
     await waitFor("the remote agent's process to end", async () => (isProcessAlive(pid) ? undefined : true), 30_000, 100);
+    expect(await heard).toMatchObject({ host: "box", status: "broken", live: false });
+    client.close();
     const cleaned = await sb.puJson<{ cleaned: { worktreeId: string; removedPath: boolean }[] }>(["clean", "--worktree", worktreeId]);
     expect(cleaned.cleaned).toEqual([expect.objectContaining({ worktreeId, removedPath: true })]);
     const after = await sb.status();

@@ -53,8 +53,7 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
     agent: agent.id,
     name: agent.name,
     type: agent.agentType,
-    // A host that does not answer: its agents as last seen, never read as broken.
-    status: agent.hostState === "unreachable" ? `${statusLabel(agent)} (host unreachable)` : statusLabel(agent),
+    status: statusLabel(agent),
     host: agent.host ?? "-",
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
     // "exit 143" is kept for real failures; pu's own stop after the work is said as such.

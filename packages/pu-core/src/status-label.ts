@@ -10,14 +10,22 @@ export interface StatusLabelInputs {
   waitingReason?: WaitingReason | undefined;
   /** Set when pu itself stopped the agent after its work was done (the queue, a group). */
   finishedBy?: string | null | undefined;
+  /** An agent on a host that does not answer now: what it shows is as last seen. */
+  hostState?: "connected" | "unreachable" | undefined;
 }
 
 /**
  * `waiting (done)` for a finished turn, `waiting (permission)` for a dialog, `broken (done)` for one pu
  * stopped after its work, `broken (exited 0)` for an agent that finished cleanly (the seed's status has no "succeeded"), `waiting (benched)`
- * for a suspended one; otherwise the status itself.
+ * for a suspended one; otherwise the status itself. An agent on an unreachable host adds
+ * `(host unreachable)`: its status is the last one seen, never guessed.
  */
 export function statusLabel(agent: StatusLabelInputs): string {
+  const label = localStatusLabel(agent);
+  return agent.hostState === "unreachable" ? `${label} (host unreachable)` : label;
+}
+
+function localStatusLabel(agent: StatusLabelInputs): string {
   if (agent.suspended) return `${agent.status} (benched)`;
   if (agent.status === "broken" && agent.finishedBy) return "broken (done)";
   if (agent.status === "broken" && agent.exitCode === 0) return "broken (exited 0)";

@@ -149,6 +149,9 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     hostLinks = new HostLinks(log);
     const remote = new RemoteAgentService(home, hostService, hostLinks, log);
     await remote.load();
+    // Status streams carry the hosts' agents too, and hear when a host's report changes.
+    statusWatch.setOverlay((report) => remote.overlay(report));
+    remote.onChange((root, changes) => statusWatch!.externalChange(root, changes));
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;

@@ -101,6 +101,8 @@ export class StatusWatch {
   private readonly contentPushes = new Map<string, { at: number; timer?: NodeJS.Timeout }>();
   private disposed = false;
   private readonly unsubscribe: (() => void)[];
+  /** Adds what runs elsewhere (agents on hosts) to every pushed report; set by daemon.ts. */
+  private overlay: (report: StatusReport) => StatusReport = (report) => report;
 
   constructor(private readonly state: EngineState) {
     this.unsubscribe = [
@@ -119,6 +121,17 @@ export class StatusWatch {
     const narrowed = narrowToAgent(report, agentId);
     if (!narrowed) throw new PuError("AGENT_NOT_FOUND", `no agent ${agentId} in ${report.projectRoot}`);
     return narrowed;
+  }
+
+  /** Every report pushed to subscribers passes through `overlay` (the hosts' agents added). */
+  setOverlay(overlay: (report: StatusReport) => StatusReport): void {
+    this.overlay = overlay;
+  }
+
+  /** Something outside this machine's sessions changed (a host's report): subscribers hear of it. */
+  externalChange(root: string, changes: AgentStatusChange[]): void {
+    if (changes.length === 0) this.schedulePush(root);
+    for (const change of changes) this.schedulePush(root, change);
   }
 
   /** Starts watching a freshly registered session. */
@@ -257,7 +270,7 @@ export class StatusWatch {
       set.delete(sub);
       if (set.size === 0 && this.subscribers.get(root) === set) this.subscribers.delete(root);
     });
-    return buildStatusReport(this.state, m);
+    return this.overlay(buildStatusReport(this.state, m));
   }
 
   private schedulePush(root: string, change?: AgentStatusChange): void {
@@ -284,7 +297,7 @@ export class StatusWatch {
       this.state.log.event("status_push_failed", { projectRoot: root, error: err });
       return;
     }
-    const report = buildStatusReport(this.state, m);
+    const report = this.overlay(buildStatusReport(this.state, m));
     for (const sub of set) {
       const event: StatusEvent = {
         type: "status_event",

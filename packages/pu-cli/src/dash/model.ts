@@ -20,6 +20,9 @@ export interface DashRow {
   live: boolean;
   contentHash?: string;
   lastScreenLine?: string;
+  /** The host it runs on (absent: this machine), and whether that host answers now. */
+  host?: string;
+  hostState?: "connected" | "unreachable";
 }
 
 function row(projectRoot: string, place: string, agent: AgentView, worktreeId?: string): DashRow {
@@ -39,6 +42,11 @@ function row(projectRoot: string, place: string, agent: AgentView, worktreeId?: 
   if (agent.status === "broken" && typeof agent.finishedBy === "string") r.finishedBy = agent.finishedBy;
   if (agent.contentHash) r.contentHash = agent.contentHash;
   if (agent.lastScreenLine) r.lastScreenLine = agent.lastScreenLine;
+  if (agent.host) {
+    r.host = agent.host;
+    r.place = `${place}@${agent.host}`;
+  }
+  if (agent.hostState) r.hostState = agent.hostState;
   return r;
 }
 
@@ -66,9 +74,15 @@ export function newlyWaiting(before: readonly DashRow[], now: readonly DashRow[]
 
 /**
  * The status cell: `waiting (done)` for a finished turn, `waiting (permission)` for a dialog,
- * `broken (done)` for an agent pu stopped after its work.
+ * `broken (done)` for an agent pu stopped after its work; `(host unreachable)` after an agent
+ * whose host does not answer (shown as last seen).
  */
 export function statusLabel(r: DashRow): string {
+  const label = localLabel(r);
+  return r.hostState === "unreachable" ? `${label} (host unreachable)` : label;
+}
+
+function localLabel(r: DashRow): string {
   if (r.finishedBy !== undefined) return "broken (done)";
   if (r.status !== "waiting" || !r.waitingReason) return r.status;
   if (r.waitingReason === "turn_end") return "waiting (done)";

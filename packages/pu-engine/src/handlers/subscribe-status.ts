@@ -4,11 +4,14 @@ import type { EngineServices } from "../services.js";
 
 /** Replies with the report now; status_event frames follow on this connection until it closes. */
 export async function handleSubscribeStatus(
-  { state, statusWatch }: EngineServices,
+  { state, statusWatch, remote }: Pick<EngineServices, "state" | "statusWatch" | "remote">,
   req: RequestOf<"subscribe_status">,
   ctx: ConnectionContext,
 ): Promise<StatusReport> {
   const root = await state.project(req.projectRoot);
+  // The hosts' agents of this project: asked now (bounded), then followed while the stream is open.
+  if (remote.projectsOf(root).length > 0) await remote.reports(root);
+  remote.watch(root, ctx);
   const report = await statusWatch.subscribe(root, req.id, ctx, await state.store.read(root));
   state.noticeOnShutdown(ctx, () => ({
     type: "notice",

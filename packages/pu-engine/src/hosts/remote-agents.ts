@@ -11,7 +11,9 @@ import { LockedFile } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
 import type { AgentView, HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
+import type { AgentStatus } from "@pu/core/manifest";
 import type { DaemonLog } from "../daemon-log.js";
+import type { AgentStatusChange } from "../engine-events.js";
 import { mergeWorktree } from "../git/merge.js";
 import { branchExists, currentBranch, git, isAncestor, revParse } from "../git/runner.js";
 import { fetchRefs, pushRefs } from "../git/transfer.js";
@@ -22,6 +24,9 @@ import { lastLine, run } from "./run-command.js";
 /** A host's status answer is waited for this long before its agents are shown as last known. */
 const STATUS_TIMEOUT_MS = 5000;
 const MIRROR_TIMEOUT_MS = 60_000;
+const PERSIST_EVERY_MS = 5000;
+
+const keyOf = (p: Pick<RemoteProject, "host" | "projectRoot">) => `${p.host}\0${p.projectRoot}`;
 
 /**
  * Makes the mirror on the host ($1, base branch $2): a repository whose checked-out base a push
@@ -50,6 +55,11 @@ export class RemoteAgentService {
   private readonly file = new LockedFile();
   private readonly filePath: string;
   private projects: RemoteProject[] = [];
+  /** What this daemon last heard from each placement (host + project), and whether the host answered. */
+  private readonly seen = new Map<string, { report: StatusReport | null; reachable: boolean; seenAt: string | null }>();
+  private readonly watches = new Map<string, { viewers: number; running: Map<string, { stop(): void }> }>();
+  private readonly changeListeners: ((projectRoot: string, changes: AgentStatusChange[]) => void)[] = [];
+  private readonly persistTimers = new Map<string, NodeJS.Timeout>();
   /** Remote attaches by local connection and agent: resize travels over the viewer's own bridge. */
   private readonly viewerBridges = new Map<string, HostBridge>();
 
@@ -139,6 +149,7 @@ export class RemoteAgentService {
       if (result.worktreeId && !project.worktreeIds.includes(result.worktreeId)) project.worktreeIds.push(result.worktreeId);
       return { ...file, projects };
     });
+    this.startWatches(projectRoot);
     this.log.event("remote_spawned", { host: host.name, projectRoot, agentId: result.agentId, worktreeId: result.worktreeId });
     return { ...result, host: host.name };
   }
@@ -151,22 +162,36 @@ export class RemoteAgentService {
           const host = await this.hosts.get(project.host);
           const report = await this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS });
           const seenAt = new Date().toISOString();
+          this.seen.set(keyOf(project), { report, reachable: true, seenAt });
           await this.remember(project, report, seenAt);
           return { project, report, reachable: true, seenAt };
         } catch (error) {
           if (!isPuError(error) || !["DAEMON_UNAVAILABLE", "TIMEOUT", "PROTOCOL_MISMATCH", "NOT_INITIALIZED"].includes(error.code)) throw error;
-          return { project, report: (project.lastReport as StatusReport | null) ?? null, reachable: false, seenAt: project.lastSeenAt };
+          const last = { report: (project.lastReport as StatusReport | null) ?? null, reachable: false, seenAt: project.lastSeenAt };
+          this.seen.set(keyOf(project), last);
+          return { project, ...last };
         }
       }),
     );
   }
 
-  /** The local report with every host's agents and worktrees of the project added, each naming its host. */
+  /** The local report with every host's agents and worktrees of the project added, each naming its host (hosts asked first). */
   async withRemote(local: StatusReport): Promise<StatusReport> {
-    const remotes = await this.reports(local.projectRoot);
-    if (remotes.length === 0) return local;
+    await this.reports(local.projectRoot);
+    return this.overlay(local);
+  }
+
+  /**
+   * The local report with the hosts' agents added as this daemon last saw them (no waiting):
+   * what every pushed status event carries. A host not heard from since the daemon started is
+   * shown from the record, as unreachable until it answers.
+   */
+  overlay(local: StatusReport): StatusReport {
+    const placed = this.projectsOf(local.projectRoot);
+    if (placed.length === 0) return local;
     const merged: StatusReport = { ...local, worktrees: { ...local.worktrees }, agents: { ...local.agents } };
-    for (const { project, report, reachable, seenAt } of remotes) {
+    for (const project of placed) {
+      const { report, reachable, seenAt } = this.seen.get(keyOf(project)) ?? { report: project.lastReport as StatusReport | null, reachable: false, seenAt: project.lastSeenAt };
       if (!report) continue;
       const tag = (agent: AgentView): AgentView => {
         const view: AgentView = { ...agent, host: project.host, hostState: reachable ? "connected" : "unreachable", hostSeenAt: seenAt };
@@ -184,6 +209,119 @@ export class RemoteAgentService {
       }
     }
     return merged;
+  }
+
+  /** Called with the project and its agents' status changes whenever a host's report of it changes. */
+  onChange(listener: (projectRoot: string, changes: AgentStatusChange[]) => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  /**
+   * Follows the hosts' reports of a project while `conn` (a `subscribe_status` stream) is open:
+   * one subscription per placement over a bridge of its own, re-opened with backoff when lost.
+   */
+  watch(projectRoot: string, conn: ConnectionContext): void {
+    let watch = this.watches.get(projectRoot);
+    if (!watch) {
+      watch = { viewers: 0, running: new Map() };
+      this.watches.set(projectRoot, watch);
+    }
+    watch.viewers += 1;
+    this.startWatches(projectRoot);
+    const own = watch;
+    conn.onClose(() => {
+      own.viewers -= 1;
+      if (own.viewers > 0 || this.watches.get(projectRoot) !== own) return;
+      this.watches.delete(projectRoot);
+      for (const running of own.running.values()) running.stop();
+    });
+  }
+
+  private startWatches(projectRoot: string): void {
+    const watch = this.watches.get(projectRoot);
+    if (!watch) return;
+    for (const project of this.projectsOf(projectRoot)) {
+      const key = keyOf(project);
+      if (watch.running.has(key)) continue;
+      let stopped = false;
+      let bridge: HostBridge | undefined;
+      let retry: NodeJS.Timeout | undefined;
+      watch.running.set(key, {
+        stop: () => {
+          stopped = true;
+          clearTimeout(retry);
+          bridge?.close();
+        },
+      });
+      let failures = 0;
+      const follow = async (): Promise<void> => {
+        try {
+          const host = await this.hosts.get(project.host);
+          bridge = await this.links.dedicated(host);
+          if (stopped) return bridge.close();
+          const stream = await bridge.client.openStream("subscribe_status", { projectRoot: project.mirror });
+          failures = 0;
+          this.heard(project, stream.result, true);
+          for await (const event of stream) {
+            if (stopped) break;
+            if (event.type === "status_event") this.heard(project, event.report, true);
+          }
+        } catch (error) {
+          this.log.event("remote_watch_failed", { host: project.host, projectRoot, error: (error as Error).message });
+        }
+        bridge?.close();
+        if (stopped) return;
+        const last = this.seen.get(key);
+        this.heard(project, last?.report ?? (project.lastReport as StatusReport | null), false);
+        failures += 1;
+        retry = setTimeout(() => void follow(), Math.min(30_000, 1000 * 2 ** Math.min(failures - 1, 5)));
+        retry.unref();
+      };
+      void follow();
+    }
+  }
+
+  /** A host's report of a placement arrived (or the host went quiet): remembered, and the status changes told. */
+  private heard(placed: PlacedProject, report: StatusReport | null, reachable: boolean): void {
+    const key = keyOf(placed);
+    // The record is re-read on every change: the newest entry knows the newest ids.
+    const project = this.projects.find((p) => keyOf(p) === key) ?? placed;
+    const before = this.seen.get(key);
+    const seenAt = reachable ? new Date().toISOString() : (before?.seenAt ?? project.lastSeenAt);
+    this.seen.set(key, { report, reachable, seenAt });
+    if (reachable && report) {
+      project.lastReport = report as unknown as Record<string, unknown>;
+      project.lastSeenAt = seenAt;
+      this.persistSoon(project);
+    }
+    const statusOf = (r: StatusReport | null | undefined) => {
+      const out = new Map<string, AgentStatus>();
+      if (!r) return out;
+      for (const a of Object.values(r.agents ?? {})) out.set(a.id, a.status);
+      for (const wt of Object.values(r.worktrees ?? {})) for (const a of Object.values(wt.agents)) out.set(a.id, a.status);
+      return out;
+    };
+    const was = statusOf(before?.report);
+    const changes: AgentStatusChange[] = [];
+    for (const [agentId, status] of statusOf(report)) {
+      if (!project.agentIds.includes(agentId) && !Object.values(report?.worktrees ?? {}).some((wt) => project.worktreeIds.includes(wt.id) && agentId in wt.agents)) continue;
+      if (was.get(agentId) !== status) changes.push({ projectRoot: project.projectRoot, agentId, from: was.get(agentId) ?? null, to: status });
+    }
+    for (const listener of this.changeListeners) listener(project.projectRoot, changes);
+  }
+
+  /** A followed report is written to the record at most every few seconds (a busy host reports often). */
+  private persistSoon(project: PlacedProject): void {
+    const key = keyOf(project);
+    if (this.persistTimers.has(key)) return;
+    const timer = setTimeout(() => {
+      this.persistTimers.delete(key);
+      const seen = this.seen.get(key);
+      const current = this.projects.find((p) => keyOf(p) === key);
+      if (current && seen?.report && seen.seenAt) void this.remember(current, seen.report, seen.seenAt).catch(() => undefined);
+    }, PERSIST_EVERY_MS);
+    timer.unref();
+    this.persistTimers.set(key, timer);
   }
 
   /** A request about one placed id, sent to its host with the mirror as the project. */

@@ -61,7 +61,7 @@ function agentRow(project: string, agent: AgentView): HTMLElement {
   return h(
     "div",
     { className: "agent", "data-agent-id": agent.id, "data-project": project },
-    h("span", { className: "agent-name" }, h("a", { href: `#/agent/${agent.id}` }, agent.name), h("small", {}, ` ${agent.id} · ${agent.agentType}`)),
+    h("span", { className: "agent-name" }, h("a", { href: `#/agent/${agent.id}` }, agent.name), h("small", {}, ` ${agent.id} · ${agent.agentType}${agent.host ? ` · on ${agent.host}` : ""}`)),
     h("span", { className: `status status-${agent.status}`, "data-status": label }, label),
     h("span", { className: "idle", title: "idle" }, duration(agent.idleSeconds)),
     agentActions(project, agent),
@@ -78,7 +78,7 @@ function worktreeBlock(project: string, wt: WorktreeView): HTMLElement {
       "h3",
       {},
       wt.name,
-      h("small", {}, ` ${wt.id} · ${wt.branch} · ${wt.status}`),
+      h("small", {}, ` ${wt.id} · ${wt.branch} · ${wt.status}${wt.host ? ` · on ${wt.host}` : ""}`),
       h("a", { href: `#/diff/${encodeURIComponent(project)}/${wt.id}`, className: "button", "data-action": "diff" }, "Diff & merge"),
     ),
     ...agents.map((agent) => agentRow(project, agent)),
