@@ -49,6 +49,23 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     return found;
   };
 
+  const controlArgs = () => ["-F", host.configFile, "-o", `ControlPath=${path.join(sb.home, "ssh", "box")}`];
+  /** The pid of the shared ssh connection's master, from `ssh -O check`. */
+  const sharedMasterPid = (): number => {
+    const said = execFileSync("sh", ["-c", 'ssh "$@" -O check 2>&1 || true', "sh", ...controlArgs(), host.alias], { encoding: "utf8" });
+    const pid = Number(/pid=(\d+)/.exec(said)?.[1] ?? 0);
+    // Never 0 or less: kill(0) would signal this test's own process group.
+    if (!(pid > 1)) throw new Error(`no shared ssh master: ${said.trim()}`);
+    return pid;
+  };
+  /** The daemon's own ssh processes (its links, each riding the shared master): killed as a dropped link would end them. */
+  const killDaemonSshClients = () => {
+    const daemonPid = sb.noteDaemonPid()!;
+    const pids = execFileSync("sh", ["-c", 'pgrep -P "$1" -x ssh || true', "sh", String(daemonPid)], { encoding: "utf8" }).split("\n").filter(Boolean).map(Number);
+    for (const pid of pids) if (pid > 1) process.kill(pid, "SIGKILL");
+    return pids.length;
+  };
+
   beforeAll(async () => {
     host = await startSshHost();
     root = `${host.home}/pu-root`;
@@ -126,12 +143,11 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
 
   it("a dropped link leaves the agent running; the host reads unreachable and its agent last known (never broken); the link comes back", async () => {
     const before = await remoteAgent(agentId);
-    // The control plane's link is an ssh client child of the local daemon: kill it, and refuse new ones.
+    // The link down: the shared ssh connection's master gone, the daemon's ssh clients killed, new connections refused.
+    expect(sharedMasterPid(), "pu shares one ssh connection per host, its socket under PU_HOME").toBeGreaterThan(1);
+    execFileSync("ssh", [...controlArgs(), "-O", "exit", host.alias], { stdio: "ignore" });
     writeFileSync(host.configFile, sshConfig.replace(/Port \d+/, "Port 1"));
-    const daemonPid = sb.noteDaemonPid()!;
-    const links = execFileSync("sh", ["-c", 'pgrep -P "$1" -x ssh || true', "sh", String(daemonPid)], { encoding: "utf8" }).split("\n").filter(Boolean).map(Number);
-    expect(links.length).toBeGreaterThan(0);
-    for (const pid of links) process.kill(pid, "SIGKILL");
+    killDaemonSshClients();
     expect(isProcessAlive(before.pid!)).toBe(true);
 
     const lastKnown = await waitFor("the host to read unreachable", async () => {
@@ -154,6 +170,23 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     }, 60_000, 500);
     expect(back.live).toBe(true);
     expect(back.pid).toBe(before.pid);
+  });
+
+  it("a shared ssh master that hangs (the stale-socket hang) is detected and replaced; the link comes back", async () => {
+    const master = sharedMasterPid();
+    process.kill(master, "SIGSTOP");
+    try {
+      expect(killDaemonSshClients(), "the daemon's links riding the master").toBeGreaterThan(0);
+      const back = await waitFor("the link through a fresh master", async () => {
+        const agent = await remoteAgent(agentId);
+        return agent.hostState === "connected" ? agent : undefined;
+      }, 60_000, 500);
+      expect(back.live).toBe(true);
+      expect(sharedMasterPid()).not.toBe(master);
+      expect(readFileSync(path.join(sb.home, "daemon.log"), "utf8")).toMatch(/ssh_control_stale/);
+    } finally {
+      process.kill(master, "SIGKILL");
+    }
   });
 
   it("a SIGKILLed control plane finds its remote agents again on restart", async () => {

@@ -84,12 +84,13 @@ export function hostLayout(host: Pick<HostRecord, "root">): { home: string; pu: 
  * the far shell, host keys verified and never a prompt (a daemon has no one to answer it); for
  * exec, the prefix and the argv as they are (no shell on either side).
  */
-export function transportArgv(transport: HostTransport, remote: readonly string[]): string[] {
+export function transportArgv(transport: HostTransport, remote: readonly string[], sharing?: SshSharing): string[] {
   if (transport.kind === "exec") return [...transport.command, ...remote];
   return [
     "ssh",
     ...(transport.configFile ? ["-F", transport.configFile] : []),
     ...transport.options.flatMap((o) => ["-o", o]),
+    ...(sharing ? sshSharingOptions(sharing) : []),
     "-o",
     "BatchMode=yes",
     "-o",
@@ -98,6 +99,34 @@ export function transportArgv(transport: HostTransport, remote: readonly string[
     "--",
     transport.destination,
     remoteCommandLine(remote),
+  ];
+}
+
+/**
+ * OpenSSH connection sharing: one master connection per host, its socket at a path pu owns (under
+ * `$PU_HOME`), kept a minute after its last user; keepalives so a dead link ends within ~45 s
+ * instead of hanging whatever shares it.
+ */
+export interface SshSharing {
+  controlPath: string;
+}
+
+function sshSharingOptions({ controlPath }: SshSharing): string[] {
+  return ["-o", "ControlMaster=auto", "-o", `ControlPath=${controlPath}`, "-o", "ControlPersist=60", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3"];
+}
+
+/** `ssh -O check` of the shared connection's master: does it answer on its socket. */
+export function sshControlCheckArgv(transport: Extract<HostTransport, { kind: "ssh" }>, controlPath: string): string[] {
+  return [
+    "ssh",
+    ...(transport.configFile ? ["-F", transport.configFile] : []),
+    ...transport.options.flatMap((o) => ["-o", o]),
+    "-o",
+    `ControlPath=${controlPath}`,
+    "-O",
+    "check",
+    "--",
+    transport.destination,
   ];
 }
 
@@ -110,9 +139,9 @@ export function describeTransport(transport: HostTransport): string {
  * The argv, run through the transport, that bridges to the host daemon: its `pu daemon stdio`
  * with `PU_HOME=ROOT/home`, using `ROOT/bin/pu` when `pu host install` put it there.
  */
-export function hostDaemonArgv(host: Pick<HostRecord, "root" | "transport">): string[] {
+export function hostDaemonArgv(host: Pick<HostRecord, "root" | "transport">, sharing?: SshSharing): string[] {
   const layout = hostLayout(host);
-  return transportArgv(host.transport, ["env", `PU_HOME=${layout.home}`, "sh", "-c", 'if [ -x "$1" ]; then exec "$1" daemon stdio; fi; exec pu daemon stdio', "sh", layout.pu]);
+  return transportArgv(host.transport, ["env", `PU_HOME=${layout.home}`, "sh", "-c", 'if [ -x "$1" ]; then exec "$1" daemon stdio; fi; exec pu daemon stdio', "sh", layout.pu], sharing);
 }
 
 /**
@@ -130,7 +159,7 @@ export function hostMirrorPath(host: Pick<HostRecord, "root">, projectRoot: stri
  * transport: git's own protocol over the host's transport, no port and no shell line of pu's
  * making beyond the transport's own quoting. In ext::, a space separates words and `%` escapes.
  */
-export function hostGitUrl(host: Pick<HostRecord, "transport">, service: "receive-pack" | "upload-pack", mirror: string): string {
-  const words = transportArgv(host.transport, ["git", service, mirror]);
+export function hostGitUrl(host: Pick<HostRecord, "transport">, service: "receive-pack" | "upload-pack", mirror: string, sharing?: SshSharing): string {
+  const words = transportArgv(host.transport, ["git", service, mirror], sharing);
   return `ext::${words.map((w) => w.replace(/%/g, "%%").replace(/ /g, "% ")).join(" ")}`;
 }

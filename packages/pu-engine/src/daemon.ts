@@ -146,7 +146,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const planService = plans;
     // Hosts: this daemon is the control plane; agents it placed elsewhere are routed by id.
     const hostService = new HostService(home, log);
-    hostLinks = new HostLinks(log);
+    hostLinks = new HostLinks(log, home);
     const remote = new RemoteAgentService(home, hostService, hostLinks, log);
     await remote.load();
     // Status streams carry the hosts' agents too, and hear when a host's report changes.
@@ -178,7 +178,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     groups?.stop();
     scheduler?.stop();
     triggers?.stop();
-    hostLinks?.closeAll();
+    await hostLinks?.closeAll();
     await server?.close().catch(() => undefined);
     log?.close();
     removeIfOurs(pidFile);
@@ -210,7 +210,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
         groups?.stop();
         scheduler?.stop();
         triggers?.stop();
-        hostLinks?.closeAll();
+        await hostLinks?.closeAll();
         plans?.dispose();
         activeLog.event("shutdown_begin", { reason });
         // Queued ahead of the close, so each stream's last frame says why it ends.

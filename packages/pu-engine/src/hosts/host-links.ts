@@ -7,11 +7,18 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { Duplex } from "node:stream";
 import { PuError, isPuError } from "@pu/core/errors";
-import { hostDaemonArgv, type HostRecord } from "@pu/core/hosts-file";
+import { existsSync } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import { hostDaemonArgv, hostGitUrl, sshControlCheckArgv, transportArgv, type HostRecord, type SshSharing } from "@pu/core/hosts-file";
 import { connectClientOverStream, type Client, type RequestOptions } from "@pu/ipc/client";
 import type { RequestFields, RequestType, ResultOf } from "@pu/ipc/protocol";
 import type { DaemonLog } from "../daemon-log.js";
-import { lastLine } from "./run-command.js";
+import { lastLine, run } from "./run-command.js";
+
+/** A unix socket path longer than this is refused by the kernel (108 bytes with the NUL); sharing is then off. */
+const MAX_CONTROL_PATH = 100;
+const CONTROL_CHECK_TIMEOUT_MS = 3000;
 
 /** How long a host gets to answer pu's hello before it reads unreachable. */
 const HOST_CONNECT_TIMEOUT_MS = 10_000;
@@ -35,8 +42,8 @@ export interface HostBridge {
 }
 
 /** Starts `pu daemon stdio` on the host and completes the hello through it. */
-export async function openHostBridge(host: HostRecord, clientName: string, timeoutMs = HOST_CONNECT_TIMEOUT_MS): Promise<HostBridge> {
-  const argv = hostDaemonArgv(host);
+export async function openHostBridge(host: HostRecord, clientName: string, timeoutMs = HOST_CONNECT_TIMEOUT_MS, sharing?: SshSharing): Promise<HostBridge> {
+  const argv = hostDaemonArgv(host, sharing);
   const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { stdio: ["pipe", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (chunk: Buffer) => {
@@ -86,6 +93,7 @@ class HostLink {
     private host: HostRecord,
     private readonly log: DaemonLog,
     private readonly onChange: (state: HostLinkState) => void,
+    private readonly open: (host: HostRecord) => Promise<HostBridge>,
   ) {
     this.status = { host: host.name, state: "idle", since: null, reason: null, daemon: null };
   }
@@ -106,7 +114,7 @@ class HostLink {
 
   private async connect(): Promise<Client> {
     try {
-      const bridge = await openHostBridge(this.host, "pu-control-plane");
+      const bridge = await this.open(this.host);
       this.bridge = bridge;
       this.failures = 0;
       this.retryAt = 0;
@@ -159,12 +167,59 @@ export class HostLinks {
   private readonly links = new Map<string, HostLink>();
   private readonly listeners = new Set<(state: HostLinkState) => void>();
 
-  constructor(private readonly log: DaemonLog) {}
+  private readonly controlDir: string;
+  /** ssh hosts whose shared connection this daemon may have started (closed with the daemon). */
+  private readonly shared = new Map<string, HostRecord>();
+
+  constructor(
+    private readonly log: DaemonLog,
+    home: string,
+  ) {
+    this.controlDir = path.join(home, "ssh");
+  }
+
+  /** The host's ssh connection sharing (a socket under `$PU_HOME/ssh`), or none for exec or a too-long path. */
+  sharing(host: HostRecord): SshSharing | undefined {
+    if (host.transport.kind !== "ssh") return undefined;
+    const controlPath = path.join(this.controlDir, host.name);
+    return Buffer.byteLength(controlPath) > MAX_CONTROL_PATH ? undefined : { controlPath };
+  }
+
+  /** The local argv that runs `remote` on the host, over its shared connection. */
+  argv(host: HostRecord, remote: readonly string[]): string[] {
+    return transportArgv(host.transport, remote, this.sharing(host));
+  }
+
+  gitUrl(host: HostRecord, service: "receive-pack" | "upload-pack", mirror: string): string {
+    return hostGitUrl(host, service, mirror, this.sharing(host));
+  }
+
+  /**
+   * Before a new bridge rides the shared connection: a master that does not answer `ssh -O check`
+   * (hung on a dead link) would hang every command that shares it, so its socket is removed and
+   * the next command starts a fresh master. (A socket nobody listens on, ssh unlinks itself.)
+   */
+  async freshen(host: HostRecord): Promise<void> {
+    const sharing = this.sharing(host);
+    if (!sharing || host.transport.kind !== "ssh") return;
+    await mkdir(this.controlDir, { recursive: true, mode: 0o700 });
+    this.shared.set(host.name, host);
+    if (!existsSync(sharing.controlPath)) return;
+    const check = await run(sshControlCheckArgv(host.transport, sharing.controlPath), CONTROL_CHECK_TIMEOUT_MS);
+    if (check.code === 0) return;
+    this.log.event("ssh_control_stale", { host: host.name, controlPath: sharing.controlPath, timedOut: check.timedOut, said: lastLine(check.stderr) });
+    await rm(sharing.controlPath, { force: true });
+  }
+
+  private async openBridge(host: HostRecord, clientName: string): Promise<HostBridge> {
+    await this.freshen(host);
+    return openHostBridge(host, clientName, HOST_CONNECT_TIMEOUT_MS, this.sharing(host));
+  }
 
   private link(host: HostRecord): HostLink {
     let link = this.links.get(host.name);
     if (!link) {
-      link = new HostLink(host, this.log, (state) => this.listeners.forEach((l) => l(state)));
+      link = new HostLink(host, this.log, (state) => this.listeners.forEach((l) => l(state)), (h) => this.openBridge(h, "pu-control-plane"));
       this.links.set(host.name, link);
     } else link.update(host);
     return link;
@@ -184,7 +239,7 @@ export class HostLinks {
 
   /** A bridge of its own, for a stream that lives as long as its connection (attach). */
   async dedicated(host: HostRecord): Promise<HostBridge> {
-    return openHostBridge(host, "pu-control-plane-viewer");
+    return this.openBridge(host, "pu-control-plane-viewer");
   }
 
   state(name: string): HostLinkState {
@@ -201,8 +256,19 @@ export class HostLinks {
     this.links.delete(name);
   }
 
-  closeAll(): void {
+  /** Closes every link, and asks each shared ssh master this daemon may have started to exit. */
+  async closeAll(): Promise<void> {
     for (const link of this.links.values()) link.close();
     this.links.clear();
+    await Promise.all(
+      [...this.shared.values()].map(async (host) => {
+        const sharing = this.sharing(host);
+        if (!sharing || host.transport.kind !== "ssh" || !existsSync(sharing.controlPath)) return;
+        const argv = sshControlCheckArgv(host.transport, sharing.controlPath);
+        argv[argv.indexOf("check")] = "exit";
+        await run(argv, CONTROL_CHECK_TIMEOUT_MS);
+      }),
+    );
+    this.shared.clear();
   }
 }

@@ -6,7 +6,7 @@
 // over a bridge of its own, and merge / clean, which fetch the worktree's branch back first.
 import { readFile } from "node:fs/promises";
 import { PuError, isPuError } from "@pu/core/errors";
-import { hostGitUrl, hostMirrorPath, transportArgv, type HostRecord } from "@pu/core/hosts-file";
+import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
 import { LockedFile } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
 import type { AgentView, HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, WorktreeView } from "@pu/ipc/protocol";
@@ -455,7 +455,7 @@ export class RemoteAgentService {
     if (!worktree) throw new PuError("WORKTREE_NOT_FOUND", `host ${project.host} no longer has worktree ${worktreeId}`);
     try {
       // Not forced: a local branch of that name that went its own way is never overwritten.
-      await fetchRefs(project.projectRoot, hostGitUrl(host, "upload-pack", project.mirror), [`refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`]);
+      await fetchRefs(project.projectRoot, this.links.gitUrl(host, "upload-pack", project.mirror), [`refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`]);
     } catch (error) {
       throw new PuError("GIT_ERROR", `cannot fetch ${worktree.branch} back from ${project.host}: ${(error as Error).message}`);
     }
@@ -463,7 +463,7 @@ export class RemoteAgentService {
   }
 
   private async uncommitted(host: HostRecord, worktreePath: string): Promise<string[]> {
-    const status = await run(transportArgv(host.transport, ["git", "-C", worktreePath, "status", "--porcelain", "--untracked-files=normal"]), STATUS_TIMEOUT_MS * 2);
+    const status = await run(this.links.argv(host, ["git", "-C", worktreePath, "status", "--porcelain", "--untracked-files=normal"]), STATUS_TIMEOUT_MS * 2);
     if (status.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot read ${worktreePath} on ${host.name}: ${lastLine(status.stderr) || `exit ${status.code}`}`);
     return status.stdout
       .split("\n")
@@ -480,10 +480,11 @@ export class RemoteAgentService {
   }
 
   private async pushBase(host: HostRecord, projectRoot: string, mirror: string, baseBranch: string): Promise<void> {
-    const made = await run(transportArgv(host.transport, ["sh", "-c", MIRROR_SCRIPT, "sh", mirror, baseBranch]), MIRROR_TIMEOUT_MS);
+    await this.links.freshen(host);
+    const made = await run(this.links.argv(host, ["sh", "-c", MIRROR_SCRIPT, "sh", mirror, baseBranch]), MIRROR_TIMEOUT_MS);
     if (made.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot prepare the mirror ${mirror} on ${host.name}: ${lastLine(made.stderr) || `exit ${made.code}`}`);
     try {
-      await pushRefs(projectRoot, hostGitUrl(host, "receive-pack", mirror), [`+refs/heads/${baseBranch}:refs/heads/${baseBranch}`]);
+      await pushRefs(projectRoot, this.links.gitUrl(host, "receive-pack", mirror), [`+refs/heads/${baseBranch}:refs/heads/${baseBranch}`]);
     } catch (error) {
       throw new PuError("GIT_ERROR", `cannot push ${baseBranch} to ${host.name}: ${(error as Error).message}`);
     }
