@@ -197,10 +197,25 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.waitForLogs(agentId, "after-the-restart");
   });
 
+  it("through exec (runuser: argv, no shell, the path podman exec -i and kubectl exec -i take) an agent is placed and reached the same way", async () => {
+    await sb.ok(["host", "add", "box-exec", "--exec", `runuser -u ${host.user} --`, "--root", root]);
+    const spawned = await sb.puJson<{ agentId: string; host: string; agent: { pid: number } }>(["spawn", "--on", "box-exec", "--root", "--name", "exec-agent", "--command", "stty raw -echo; echo exec-ready; exec cat"]);
+    expect(spawned.host).toBe("box-exec");
+    expect(uidOf(spawned.agent.pid)).toBe(host.uid);
+    await sb.waitForLogs(spawned.agentId, "exec-ready");
+    await sb.ok(["send", spawned.agentId, "through-exec"]);
+    await sb.waitForLogs(spawned.agentId, "through-exec");
+    expect(await remoteAgent(spawned.agentId)).toMatchObject({ host: "box-exec", hostState: "connected" });
+    await sb.ok(["kill", spawned.agentId]);
+    await waitFor("the exec agent to end", async () => (isProcessAlive(spawned.agent.pid) ? undefined : true), 30_000, 100);
+    // Nothing left running there: removing it needs no --force.
+    await sb.ok(["host", "remove", "box-exec"]);
+  });
+
   it("host remove refuses while agents run there; kill and clean route to the host and end them there", async () => {
     const refused = await sb.pu(["host", "remove", "box"]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/holds 1 agent\(s\) and 1 worktree\(s\)/);
+    expect(refused.stderr).toMatch(/holds 1 running agent\(s\) and 0 unmerged worktree\(s\)/);
     const pid = (await remoteAgent(agentId)).pid!;
     // A status stream (what pu dash and pu web follow) carries the host's agents and hears their changes.
     const client = await connectClient({ socketPath: path.join(sb.home, "daemon.sock"), clientName: "pu-test-watcher" });
@@ -221,5 +236,22 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const after = await sb.status();
     expect(after.worktrees[worktreeId]).toBeUndefined();
     await sb.ok(["host", "remove", "box"]);
+  });
+
+  it("a host running a pu of another protocol is refused in one line naming both versions and pu host install", async () => {
+    // The host's installed daemon changed to speak protocol 2 (as a newer pu's would), and restarted.
+    const copies = execFileSync("sh", ["-c", 'grep -rl --include="protocol.js" "PROTOCOL_VERSION = 1;" "$1/prefix" || true', "sh", root], { encoding: "utf8" }).split("\n").filter(Boolean);
+    expect(copies.length).toBeGreaterThan(0);
+    for (const file of copies) writeFileSync(file, readFileSync(file, "utf8").replace("PROTOCOL_VERSION = 1;", "PROTOCOL_VERSION = 2;"));
+    const hostDaemon = Number(readFileSync(`${root}/home/daemon.pid`, "utf8").trim());
+    process.kill(hostDaemon, "SIGTERM");
+    await waitFor("the host daemon to stop", async () => (isProcessAlive(hostDaemon) ? undefined : true), 30_000, 100);
+    await sb.ok(["host", "add", "newer", "--ssh", host.alias, "--ssh-config", host.configFile, "--root", root]);
+    const run = await sb.pu(["spawn", "--on", "newer", "--root", "--command", "true"]);
+    expect(run.code).toBe(4);
+    expect(run.stderr.trim().split("\n")).toHaveLength(1);
+    expect(run.stderr, run.stderr).toMatch(/protocol 2/);
+    expect(run.stderr).toMatch(/protocol 1/);
+    expect(run.stderr, run.stderr).toMatch(/pu host install newer/);
   });
 });

@@ -15,9 +15,10 @@ export async function handleHostList(ctx: HostsContext): Promise<ResultOf<"host_
 }
 
 export async function handleHostRemove(ctx: HostsContext, req: RequestOf<"host_remove">): Promise<ResultOf<"host_remove">> {
+  await ctx.remote.refreshHost(req.name);
   const held = ctx.remote.holdings(req.name);
   if ((held.agents > 0 || held.worktrees > 0) && !req.force) {
-    throw new PuError("INVALID_STATE", `host ${req.name} holds ${held.agents} agent(s) and ${held.worktrees} worktree(s) pu placed there; merge or clean them first, or --force (they are forgotten here and left running on the host)`);
+    throw new PuError("INVALID_STATE", `host ${req.name} holds ${held.agents} running agent(s) and ${held.worktrees} unmerged worktree(s) pu placed there; kill, merge or clean them first, or --force (they are forgotten here and left running on the host)`);
   }
   const host = await ctx.hosts.remove(req.name);
   await ctx.remote.forgetHost(req.name);

@@ -78,6 +78,10 @@ export async function openHostBridge(host: HostRecord, clientName: string, timeo
     // The transport's own last word (`Connection refused`, `Host key verification failed`) says more than a timeout.
     await new Promise((resolve) => setTimeout(resolve, 50));
     const said = lastLine(stderr);
+    // The host's own pu and its daemon disagree (an upgrade half done there): said by the host's bridge.
+    if (/speaks protocol/.test(said)) {
+      throw new PuError("PROTOCOL_MISMATCH", `host ${host.name}: ${said.replace(/^pu: /, "").replace(/; run `pu daemon restart`$/, "")}; run \`pu host install ${host.name}\``);
+    }
     throw new PuError("DAEMON_UNAVAILABLE", `host ${host.name} is unreachable: ${said || (error instanceof Error ? error.message : String(error))}`);
   }
 }

@@ -6,6 +6,7 @@
 // over a bridge of its own, and merge / clean, which fetch the worktree's branch back first.
 import { readFile } from "node:fs/promises";
 import { PuError, isPuError } from "@pu/core/errors";
+import { isAlive } from "@pu/core/status";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
 import { LockedFile } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
@@ -116,10 +117,31 @@ export class RemoteAgentService {
     return { state, since, reason, agents };
   }
 
-  /** What pu holds on a host: refused `pu host remove` unless forced. */
+  /** Every project placed on the host asked for its report now (bounded), before a decision about the host. */
+  async refreshHost(host: string): Promise<void> {
+    const roots = new Set(this.projects.filter((p) => p.host === host).map((p) => p.projectRoot));
+    await Promise.all([...roots].map((root) => this.reports(root)));
+  }
+
+  /**
+   * What pu holds on a host, from the last reports: agents not known to have ended (an agent the
+   * host never reported counts) and worktrees not merged here. `pu host remove` refuses while any.
+   */
   holdings(host: string): { agents: number; worktrees: number } {
-    const on = this.projects.filter((p) => p.host === host);
-    return { agents: on.reduce((n, p) => n + p.agentIds.length, 0), worktrees: on.reduce((n, p) => n + p.worktreeIds.length, 0) };
+    let agents = 0;
+    let worktrees = 0;
+    for (const p of this.projects.filter((x) => x.host === host)) {
+      const report = (this.seen.get(keyOf(p))?.report ?? p.lastReport) as StatusReport | null;
+      const statusOf = new Map<string, AgentStatus>();
+      for (const a of Object.values(report?.agents ?? {})) statusOf.set(a.id, a.status);
+      for (const wt of Object.values(report?.worktrees ?? {})) for (const a of Object.values(wt.agents)) statusOf.set(a.id, a.status);
+      agents += p.agentIds.filter((id) => {
+        const status = statusOf.get(id);
+        return status === undefined || isAlive(status);
+      }).length;
+      worktrees += p.worktreeIds.filter((id) => !p.merged.includes(id)).length;
+    }
+    return { agents, worktrees };
   }
 
   async forgetHost(host: string): Promise<void> {
