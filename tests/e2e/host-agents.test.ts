@@ -129,9 +129,14 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   it("diff shows the remote worktree's commit; merge fetches the branch back and merges it into the local base", async () => {
     const diff = await sb.puJson<{ worktrees: { worktreeId: string; files: { path: string }[] }[] }>(["diff", "--worktree", worktreeId]);
     expect(diff.worktrees[0]!.files.map((f) => f.path)).toEqual(["remote.txt"]);
-    // Not merged yet: clean refuses, naming the commit the local base lacks.
+    // `pu diff` of every worktree includes the host's.
+    const all = await sb.puJson<{ worktrees: { worktreeId: string }[] }>(["diff", "--stat"]);
+    expect(all.worktrees.map((w) => w.worktreeId)).toContain(worktreeId);
+    // Not merged yet: clean refuses in one line (exit 1), naming the commit the local base lacks.
     const refused = await sb.pu(["clean", "--worktree", worktreeId]);
-    expect(refused.stdout + refused.stderr).toMatch(/1 commit\(s\) main lacks/);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toMatch(/on host box: 1 commit\(s\) main lacks/);
 
     const merged = await sb.puJson<{ status: string; commit: string }>(["merge", worktreeId]);
     expect(merged.status).toBe("merged");
@@ -231,7 +236,8 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await waitFor("the remote agent's process to end", async () => (isProcessAlive(pid) ? undefined : true), 30_000, 100);
     expect(await heard).toMatchObject({ host: "box", status: "broken", live: false });
     client.close();
-    const cleaned = await sb.puJson<{ cleaned: { worktreeId: string; removedPath: boolean }[] }>(["clean", "--worktree", worktreeId]);
+    // --all covers the host's worktrees (this one is merged here, so nothing is lost).
+    const cleaned = await sb.puJson<{ cleaned: { worktreeId: string; removedPath: boolean }[] }>(["clean", "--all"]);
     expect(cleaned.cleaned).toEqual([expect.objectContaining({ worktreeId, removedPath: true })]);
     const after = await sb.status();
     expect(after.worktrees[worktreeId]).toBeUndefined();

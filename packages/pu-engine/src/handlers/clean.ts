@@ -7,11 +7,24 @@ export async function handleClean(ctx: CleanContext, req: RequestOf<"clean">): P
   const placed = req.worktreeId === undefined ? undefined : ctx.remote.placedWorktree(req.worktreeId);
   if (placed) return ctx.remote.clean(placed, req.worktreeId!, req.force === true);
   const root = await ctx.state.project(req.projectRoot);
-  return ctx.worktrees.clean(root, {
+  const local = await ctx.worktrees.clean(root, {
     ...(req.worktreeId !== undefined ? { worktreeIds: [req.worktreeId] } : {}),
     ...(req.all !== undefined ? { all: req.all } : {}),
     ...(req.force !== undefined ? { force: req.force } : {}),
     ...(req.callerAgentId !== undefined ? { callerAgentId: req.callerAgentId } : {}),
     owners: () => ownedWorkIn(ctx, root),
   });
+  if (!req.all) return local;
+  // Every worktree means those on hosts too: each cleaned or kept by the same rules, a host that cannot be reached kept with why.
+  await ctx.remote.refreshHostsOf(root);
+  for (const { project, worktreeId } of ctx.remote.liveWorktrees(root)) {
+    try {
+      const there = await ctx.remote.clean(project, worktreeId, req.force === true, { keepOnRefusal: true });
+      local.cleaned.push(...there.cleaned);
+      local.kept.push(...there.kept);
+    } catch (error) {
+      local.kept.push({ worktreeId, name: worktreeId, reason: `on host ${project.host}: ${(error as Error).message}`, uncommittedFiles: [], unmergedCommits: 0 });
+    }
+  }
+  return local;
 }

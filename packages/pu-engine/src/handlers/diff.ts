@@ -7,5 +7,19 @@ export type DiffContext = Pick<EngineServices, "state" | "worktrees" | "remote">
 export async function handleDiff(ctx: DiffContext, req: RequestOf<"diff">): Promise<DiffResult> {
   const placed = req.worktreeId === undefined ? undefined : ctx.remote.placedWorktree(req.worktreeId);
   if (placed) return ctx.remote.forward(placed, "diff", { worktreeId: req.worktreeId, ...(req.stat ? { stat: true } : {}) });
-  return ctx.worktrees.diff(await ctx.state.project(req.projectRoot), req);
+  const root = await ctx.state.project(req.projectRoot);
+  const local = await ctx.worktrees.diff(root, req);
+  if (req.worktreeId !== undefined) return local;
+  // Every active worktree means those on hosts too (each host asked once, for the ones pu placed there and has not merged).
+  for (const project of ctx.remote.projectsOf(root)) {
+    const active = project.worktreeIds.filter((id) => !project.merged.includes(id));
+    if (active.length === 0) continue;
+    try {
+      const there = await ctx.remote.forward(project, "diff", req.stat ? { stat: true } : {});
+      local.worktrees.push(...there.worktrees.filter((w) => active.includes(w.worktreeId)));
+    } catch (error) {
+      for (const worktreeId of active) local.worktrees.push({ worktreeId, name: worktreeId, branch: "", baseBranch: project.baseBranch, mergeBase: "", files: [], insertions: 0, deletions: 0, error: `on host ${project.host}: ${(error as Error).message}` });
+    }
+  }
+  return local;
 }

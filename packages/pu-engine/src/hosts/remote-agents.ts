@@ -117,6 +117,11 @@ export class RemoteAgentService {
     return { state, since, reason, agents };
   }
 
+  /** Every host of this project asked for its report now (bounded). */
+  async refreshHostsOf(projectRoot: string): Promise<void> {
+    if (this.projectsOf(projectRoot).length > 0) await this.reports(projectRoot);
+  }
+
   /** Every project placed on the host asked for its report now (bounded), before a decision about the host. */
   async refreshHost(host: string): Promise<void> {
     const roots = new Set(this.projects.filter((p) => p.host === host).map((p) => p.projectRoot));
@@ -440,14 +445,16 @@ export class RemoteAgentService {
    * uncommitted files or commits the local base lacks — checked against this machine's base,
    * where the merge landed, after fetching the branch back.
    */
-  async clean(project: PlacedProject, worktreeId: string, force: boolean): Promise<CleanResult> {
+  async clean(project: PlacedProject, worktreeId: string, force: boolean, options: { keepOnRefusal?: boolean } = {}): Promise<CleanResult> {
     const { host, worktree } = await this.fetchBack(project, worktreeId);
     const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
     if (!force) {
       const dirty = await this.uncommitted(host, worktree.path);
       const unmerged = branchCommit ? Number((await git(project.projectRoot, ["rev-list", "--count", `refs/heads/${project.baseBranch}..${branchCommit}`])).trim()) : 0;
       if (dirty.length > 0 || unmerged > 0) {
-        return { cleaned: [], kept: [{ worktreeId, name: worktree.name, reason: `on host ${project.host}: ${[dirty.length > 0 ? `${dirty.length} uncommitted file(s)` : "", unmerged > 0 ? `${unmerged} commit(s) ${project.baseBranch} lacks` : ""].filter(Boolean).join(", ")} (pu merge ${worktreeId} first, or --force)`, uncommittedFiles: dirty, unmergedCommits: unmerged }] };
+        const reason = `on host ${project.host}: ${[dirty.length > 0 ? `${dirty.length} uncommitted file(s)` : "", unmerged > 0 ? `${unmerged} commit(s) ${project.baseBranch} lacks` : ""].filter(Boolean).join(", ")} (pu merge ${worktreeId} first, or --force)`;
+        if (!options.keepOnRefusal) throw new PuError("INVALID_STATE", `worktree ${worktreeId} not removed: ${reason}`, { details: { uncommittedFiles: dirty, unmergedCommits: unmerged } });
+        return { cleaned: [], kept: [{ worktreeId, name: worktree.name, reason, uncommittedFiles: dirty, unmergedCommits: unmerged }] };
       }
     }
     const result = await this.links.request(host, "clean", { projectRoot: project.mirror, worktreeId, force: true });
@@ -467,6 +474,14 @@ export class RemoteAgentService {
     });
     this.log.event("remote_cleaned", { host: project.host, worktreeId });
     return result;
+  }
+
+  /** The worktrees pu placed for this project on its hosts that are still there (as last reported). */
+  liveWorktrees(projectRoot: string): { project: PlacedProject; worktreeId: string }[] {
+    return this.projectsOf(projectRoot).flatMap((project) => {
+      const report = (this.seen.get(keyOf(project))?.report ?? project.lastReport) as StatusReport | null;
+      return project.worktreeIds.filter((id) => report?.worktrees?.[id] !== undefined).map((worktreeId) => ({ project, worktreeId }));
+    });
   }
 
   private async fetchBack(project: PlacedProject, worktreeId: string): Promise<{ host: HostRecord; worktree: WorktreeView }> {
