@@ -22,6 +22,7 @@ const BENCHMARKS = [
   { name: "ipc", load: () => import("./ipc.mjs"), adapt: adaptIpc },
   { name: "queue", load: () => import("./queue.mjs") },
   { name: "web", load: () => import("./web.mjs") },
+  { name: "hosts", load: () => import("./hosts.mjs") },
 ];
 
 /** bench/ipc.mjs (written with pu-ipc) reports its own shape; turn it into table rows. */
@@ -173,6 +174,19 @@ on the (shared, 2-core) machine hits both alike.
   page's drawn + skipped byte counters cover it, against \`pu logs --follow\`
   into a pipe. Idle: the server's CPU over 10 s with a page open on 100 idle
   agents, and its RSS, against the daemon's over the same window.
+- **Hosts** (\`bench/hosts.mjs\`). A private \`sshd\` on 127.0.0.1 logging in as
+  the bench's own user with a host root of its own (its own \`PU_HOME\` and
+  daemon, running this checkout's pu), added with \`host_add\` as an ssh host.
+  Keystroke: \`stty raw -echo; exec cat\` placed with \`spawn --on\`, keys sent
+  on a local attach stream (the control plane relays them over ssh to the
+  host's daemon), 300 keys × 5 runs, against \`ssh -tt HOST 'stty raw -echo;
+  exec cat'\` (key written → echo read). Throughput: an agent on the host
+  \`cat\`s a 50 MiB file of 78-byte lines on Enter, counted on a local attach
+  stream, against \`ssh HOST cat FILE\` into a pipe. Status: \`pu status --json\`
+  as a whole process with agents on one host, then on two (each asked in
+  parallel), 10 runs each. Reconnect: the shared ssh master told to exit
+  (\`ssh -O exit\`), then \`status\` requests back to back until the host's
+  agent reads \`connected\`, against a fresh \`ssh HOST true\`.
 `;
 
 const INVESTIGATION = `## What the benchmarks found, and what was changed

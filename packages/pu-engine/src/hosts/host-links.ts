@@ -127,7 +127,8 @@ class HostLink {
       void bridge.client.closed.then(() => {
         if (this.bridge !== bridge) return;
         this.bridge = undefined;
-        this.fail("the connection closed");
+        // A link that was up is tried again at once on the next request; backoff is for failed attempts.
+        this.fail("the connection closed", { retryNow: true });
       });
       return bridge.client;
     } catch (error) {
@@ -136,9 +137,9 @@ class HostLink {
     }
   }
 
-  private fail(reason: string): void {
-    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.failures);
-    this.failures += 1;
+  private fail(reason: string, { retryNow = false } = {}): void {
+    const delay = retryNow ? 0 : Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.failures);
+    if (!retryNow) this.failures += 1;
     this.retryAt = Date.now() + delay;
     if (this.status.state !== "unreachable" || this.status.reason !== reason) {
       this.log.event("host_unreachable", { host: this.host.name, reason, retryInMs: delay });
