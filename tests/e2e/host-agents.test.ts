@@ -4,20 +4,32 @@
 // and this machine's daemon — the control plane — routes status, send, logs, attach, diff, merge,
 // clean and kill by id. Faults: a dropped link (the agent keeps running; the host reads
 // unreachable, its agents last known, never broken; reconnect), a SIGKILLed control plane.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { hostMirrorPath } from "@pu/core/hosts-file";
 import { connectClient } from "@pu/ipc/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allAgents, PuSandbox, type StatusJson } from "../helpers/pu-sandbox.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
 import { packAll } from "../install/packed.js";
+import { startModelServer } from "../model-server/server.js";
+import { agentHome } from "../real-agents/homes.js";
 
 const missing = sshdMissing();
 if (missing && process.env.CI) throw new Error(missing);
 if (missing) console.warn(`host-agents.test.ts skipped: ${missing}`);
+
+/** Something accepts connections on 127.0.0.1:port (here: the far end of an ssh -R forward). */
+const listening = (port: number) =>
+  new Promise<boolean | undefined>((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => (socket.destroy(), resolve(true)));
+    socket.once("error", () => resolve(undefined));
+  });
 
 const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
 
@@ -216,6 +228,45 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     // Nothing left running there: removing it needs no --force.
     await sb.ok(["host", "remove", "box-exec"]);
   });
+
+  it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", async () => {
+    const server = await startModelServer({});
+    const forwardPort = 20_000 + Math.floor(Math.random() * 20_000);
+    // `ssh -R`: on the host, 127.0.0.1:forwardPort is this machine's model server.
+    const forward = spawn("ssh", ["-F", host.configFile, "-N", "-o", "ExitOnForwardFailure=yes", "-R", `${forwardPort}:127.0.0.1:${new URL(server.url).port}`, host.alias], { stdio: "ignore" });
+    try {
+      const dir = `${host.home}/claude-home`;
+      const mirror = hostMirrorPath({ root }, sb.root);
+      const home = agentHome("claude", { dir, serverUrl: `http://127.0.0.1:${forwardPort}`, trustedDirs: [mirror] });
+      execFileSync("chown", ["-R", `${host.user}:`, dir]);
+      const env = Object.entries({ ...home.env, SHELL: "/bin/bash" }).flatMap(([k, v]) => (v === undefined ? [] : ["--env", `${k}=${v}`]));
+      await waitFor("the port forward", () => listening(forwardPort), 30_000, 100);
+      const spawned = await sb.puJson<{ agentId: string; worktreeId: string; cwd: string }>(["spawn", "RUN: echo made-by-claude-on-the-host > host-claude.txt PACE: 100 SAY: done on the host", "--agent", "claude", "--on", "box", "--name", "host-claude", ...env]);
+      const answered = await server.waitForRequest((r) => r.reply === "text" && r.replyText === "done on the host" && r.finishedAt !== undefined, 120_000);
+      expect(answered).toBeDefined();
+      const waiting = await waitFor("claude on the host to read waiting (turn_end) here", async () => {
+        const agent = (await remoteAgent(spawned.agentId)) as RemoteAgentJson & { waitingReason?: string };
+        return agent.status === "waiting" && agent.waitingReason === "turn_end" ? agent : undefined;
+      }, 60_000, 250);
+      expect(waiting).toMatchObject({ host: "box", live: true });
+      expect(readFileSync(path.join(spawned.cwd, "host-claude.txt"), "utf8").trim()).toBe("made-by-claude-on-the-host");
+      expect(uidOf(waiting.pid!)).toBe(host.uid);
+      // A second turn through the control plane.
+      const before = server.requests.length;
+      await sb.ok(["send", spawned.agentId, "SAY: second answer on the host"]);
+      await server.waitForRequest((r) => r.seq > before && r.reply === "text" && r.replyText === "second answer on the host" && r.finishedAt !== undefined, 120_000);
+      await sb.ok(["kill", spawned.agentId]);
+      await waitFor("claude on the host to end", async () => (isProcessAlive(waiting.pid!) ? undefined : true), 30_000, 100);
+      // Its work, uncommitted on the host, is refused by merge until committed there.
+      const refused = await sb.pu(["merge", spawned.worktreeId]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toMatch(/uncommitted changes \(host-claude\.txt\)/);
+      await sb.ok(["clean", "--worktree", spawned.worktreeId, "--force"]);
+    } finally {
+      forward.kill("SIGKILL");
+      await server.close();
+    }
+  }, 300_000);
 
   it("host remove refuses while agents run there; kill and clean route to the host and end them there", async () => {
     const refused = await sb.pu(["host", "remove", "box"]);
