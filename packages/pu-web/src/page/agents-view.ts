@@ -91,18 +91,24 @@ function spawnForm(): HTMLElement {
   const agent = h("select", { name: "agent", "aria-label": "Agent type" }, ...AGENT_TYPES.map((type) => h("option", { value: type }, type)));
   const where = h("select", { name: "where", "aria-label": "Where" }, h("option", { value: "worktree" }, "new worktree"), h("option", { value: "root" }, "project root"));
   const name = h("input", { name: "name", type: "text", placeholder: "name (optional)", "aria-label": "Name" });
+  // Where it runs: this machine, or a host (`pu host add`); filled in once the hosts are known.
+  const machine = h("select", { name: "on", "aria-label": "Machine" }, h("option", { value: "" }, "this machine"));
+  void call("host_list", {})
+    .then((result) => machine.append(...result.hosts.map((host) => h("option", { value: host.name }, `on ${host.name}${host.link.state === "unreachable" ? " (unreachable)" : ""}`))))
+    .catch(() => undefined);
   const submit = h("button", { type: "submit", className: "primary", "data-action": "spawn" }, "Spawn");
-  const form = h("form", { className: "spawn-form" }, project, agent, where, name, prompt, submit);
+  const form = h("form", { className: "spawn-form" }, project, agent, where, machine, name, prompt, submit);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     void act(submit, async () => {
       const fields: Record<string, unknown> = { projectRoot: project.value, agent: agent.value, root: where.value === "root" };
       if (prompt.value.trim()) fields.prompt = prompt.value;
       if (name.value.trim()) fields.name = name.value.trim();
+      if (machine.value) fields.on = machine.value;
       const result = await call("spawn", fields);
       prompt.value = "";
       name.value = "";
-      return `spawned ${result.agentId}${result.worktreeId ? ` in ${result.worktreeId}` : ""}`;
+      return `spawned ${result.agentId}${result.worktreeId ? ` in ${result.worktreeId}` : ""}${result.host ? ` on ${result.host}` : ""}`;
     });
   });
   return h("details", { className: "spawn", open: store.agents().length === 0 }, h("summary", {}, "Spawn an agent"), form);
