@@ -5,7 +5,7 @@
 // clean and kill by id. Faults: a dropped link (the agent keeps running; the host reads
 // unreachable, its agents last known, never broken; reconnect), a SIGKILLed control plane.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -89,6 +89,10 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const installed = await sb.pu(["host", "install", "box", "--packed", packed], { timeoutMs: 600_000 });
     if (installed.code !== 0) throw new Error(`pu host install: ${installed.stderr}`);
     await sb.ok(["init"]);
+    // An env file (not in git): sent along with each agent placed on a host.
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    writeFileSync(config, readFileSync(config, "utf8").replace("envFiles: []", "envFiles:\n  - .env"));
+    writeFileSync(path.join(sb.root, ".env"), "SECRET=from-this-machine\n");
   }, 600_000);
   afterAll(async () => {
     const leftovers = await sb?.teardown();
@@ -108,6 +112,9 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(uidOf(spawned.agent.pid)).toBe(host.uid);
     await sb.waitForLogs(agentId, /ready on puhost\S+ hostile=\$\(touch/);
     expect(existsSync(hostileFile), "an env value ran as a command on the host").toBe(false);
+    // The project's env file was written into the host's worktree (0600, as the host's user).
+    expect(readFileSync(path.join(spawned.cwd, ".env"), "utf8")).toBe("SECRET=from-this-machine\n");
+    expect(statSync(path.join(spawned.cwd, ".env")).uid).toBe(host.uid);
 
     const agent = await remoteAgent(agentId);
     expect(agent).toMatchObject({ host: "box", hostState: "connected", live: true });
@@ -116,6 +123,21 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(table).toMatch(new RegExp(`${agentId}.*\\bbox\\b`));
     const hosts = await sb.puJson<{ hosts: { name: string; link: { state: string; agents: number } }[] }>(["host", "list"]);
     expect(hosts.hosts[0]!.link).toMatchObject({ state: "connected", agents: 1 });
+  });
+
+  it("files sent with a spawn land inside the new worktree only: a path above it or into .git is refused and nothing is left", async () => {
+    const client = await connectClient({ socketPath: path.join(sb.home, "daemon.sock"), clientName: "pu-test-files" });
+    try {
+      for (const bad of ["../escaped", "/tmp/escaped", ".git/hooks/post-checkout", "a/../../escaped"]) {
+        await expect(client.request("spawn", { projectRoot: sb.root, name: "files-refused", command: "true", files: [{ path: bad, data: Buffer.from("x") }] })).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
+      }
+      expect(existsSync(path.join(sb.root, ".pu", "worktrees", "escaped"))).toBe(false);
+      expect(existsSync(path.join(sb.root, ".pu", "escaped"))).toBe(false);
+      const report = await sb.status();
+      expect(Object.values(report.worktrees).map((w) => (w as { name: string }).name)).not.toContain("files-refused");
+    } finally {
+      client.close();
+    }
   });
 
   it("send, logs and attach reach the remote agent by its id alone", async () => {

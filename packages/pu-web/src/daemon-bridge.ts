@@ -54,7 +54,7 @@ export function isPageRequest(type: string): type is PageRequest {
  * of its own — a stolen session or a bug in the page cannot run an arbitrary program that way.
  */
 const FIELDS_NOT_FROM_THE_PAGE: Partial<Record<PageRequest, readonly string[]>> = {
-  spawn: ["command", "extraArgs", "env", "yolo", "callerAgentId"],
+  spawn: ["command", "extraArgs", "env", "yolo", "callerAgentId", "files"],
 };
 
 export function fieldNotFromThePage(type: PageRequest, fields: Record<string, unknown>): string | undefined {

@@ -5,6 +5,7 @@
  * created (worktree, PTY, registry entry) is undone when a later step fails, so a failed
  * start leaves nothing behind but a clear error.
  */
+import * as fs from "node:fs/promises";
 import path from "node:path";
 import { agentDisplayName, usesSessionId } from "@pu/core/agent-types";
 import { loadConfig, resolveAgentType, type AgentTypeConfig, type Config } from "@pu/core/config";
@@ -48,6 +49,8 @@ export interface LaunchDescription {
   unattended?: boolean;
   /** Extra environment; pu's own PU_* variables win. */
   env?: Record<string, string>;
+  /** Written into a new worktree before the agent starts (env files sent from another machine). */
+  files?: { path: string; data: Uint8Array }[];
   placement: LaunchPlacement;
   /** The agent's display name (for a new worktree the worktree takes the name, the agent its type's). */
   name?: string;
@@ -157,6 +160,19 @@ function place(m: Manifest, root: string, desc: LaunchDescription, agentType: st
 }
 
 /** Starts a new agent: checks, worktree, PTY, registry, manifest entry; the prompt is typed after. */
+/** Each file at its relative path inside the worktree: never absolute, never above it, never into .git. */
+async function writeWorktreeFiles(worktreePath: string, files: { path: string; data: Uint8Array }[]): Promise<void> {
+  for (const file of files) {
+    const normalized = path.posix.normalize(file.path);
+    if (path.posix.isAbsolute(normalized) || normalized === "." || normalized.startsWith("../") || normalized === ".." || normalized.split("/")[0] === ".git" || normalized.includes("\0")) {
+      throw new PuError("INVALID_ARGUMENT", `file ${JSON.stringify(file.path)} is not a path inside the worktree`);
+    }
+    const target = path.join(worktreePath, normalized);
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    await fs.writeFile(target, file.data, { mode: 0o600 });
+  }
+}
+
 export async function launchAgent(state: EngineState, desc: LaunchDescription): Promise<LaunchedAgent> {
   refuseWhileStopping(state);
   const root = desc.projectRoot;
@@ -202,6 +218,16 @@ export async function launchAgent(state: EngineState, desc: LaunchDescription): 
       envFiles: config.envFiles,
     });
     warnings.push(...created.notes);
+    if (desc.files?.length) {
+      try {
+        await writeWorktreeFiles(created.path, desc.files);
+      } catch (err) {
+        await removeWorktree({ projectRoot: root, worktreesDir: worktreesDir(root), path: created.path, branch: created.branch }).catch(() => undefined);
+        throw err;
+      }
+    }
+  } else if (desc.files?.length) {
+    throw new PuError("INVALID_ARGUMENT", "files are written into a new worktree only (not with --root or --worktree)");
   }
   const rollBackWorktree = async (): Promise<void> => {
     if (!created) return;

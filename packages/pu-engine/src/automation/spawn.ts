@@ -45,6 +45,7 @@ export async function spawnAgent(state: EngineState, root: string, asked: SpawnF
     ...(fields.planMode ? { planMode: true } : {}),
     ...(fields.yolo ? { unattended: true } : {}),
     ...(fields.env !== undefined ? { env: fields.env } : {}),
+    ...(fields.files !== undefined ? { files: fields.files } : {}),
     placement,
     // For a new worktree the name is the worktree's (see placementOf).
     ...(fields.name !== undefined && placement.kind !== "new" ? { name: fields.name } : {}),

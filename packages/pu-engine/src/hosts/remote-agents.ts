@@ -4,7 +4,9 @@
 // (`$PU_HOME/remote-projects.json`, this daemon its only writer), the host's last report of each
 // mirror (what status shows while the host is unreachable), requests routed by id, attach relayed
 // over a bridge of its own, and merge / clean, which fetch the worktree's branch back first.
-import { readFile } from "node:fs/promises";
+import { readFile, realpath, stat } from "node:fs/promises";
+import path from "node:path";
+import { loadConfig } from "@pu/core/config";
 import { PuError, isPuError } from "@pu/core/errors";
 import { isAlive } from "@pu/core/status";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
@@ -16,7 +18,7 @@ import type { AgentStatus } from "@pu/core/manifest";
 import type { DaemonLog } from "../daemon-log.js";
 import type { AgentStatusChange } from "../engine-events.js";
 import { mergeWorktree } from "../git/merge.js";
-import { branchExists, currentBranch, git, isAncestor, revParse } from "../git/runner.js";
+import { branchExists, currentBranch, git, isAncestor, isInside, realpathOrNull, revParse } from "../git/runner.js";
 import { fetchRefs, pushRefs } from "../git/transfer.js";
 import type { HostLinks, HostBridge } from "./host-links.js";
 import type { HostService } from "./host-service.js";
@@ -39,9 +41,43 @@ const MIRROR_SCRIPT = [
   'cd "$1"',
   'if [ ! -d .git ]; then git init -q -b "$2"; fi',
   "git config receive.denyCurrentBranch updateInstead",
+  // The env files pu writes into the host's worktrees ($3…) are never the agent's work: ignored there.
+  "shift 2",
+  "mkdir -p .git/info",
+  'for f in "$@"; do grep -qxF -- "/$f" .git/info/exclude 2>/dev/null || printf "/%s\\n" "$f" >> .git/info/exclude; done',
 ].join("\n");
 
 export type PlacedProject = RemoteProject;
+
+/** What one env file may weigh to be sent to a host (they are secrets and settings, not data). */
+const MAX_ENV_FILE_BYTES = 1024 * 1024;
+
+/**
+ * The project's env files (config `envFiles`) as they are here: regular files inside the project,
+ * read to be written into the host's new worktree. What cannot be sent is said, not guessed.
+ */
+async function readEnvFiles(projectRoot: string): Promise<{ files: { path: string; data: Uint8Array }[]; notes: string[] }> {
+  const files: { path: string; data: Uint8Array }[] = [];
+  const notes: string[] = [];
+  for (const relative of (await loadConfig(projectRoot)).envFiles) {
+    const source = path.resolve(projectRoot, relative);
+    const real = await realpathOrNull(source);
+    if (!isInside(projectRoot, source) || (real !== null && !isInside(await realpath(projectRoot), real))) {
+      throw new PuError("INVALID_ARGUMENT", `env file "${relative}" is outside the project root ${projectRoot}; list envFiles relative to the project root`);
+    }
+    if (real === null) {
+      notes.push(`env file ${relative} not found in the project root; not sent to the host`);
+      continue;
+    }
+    const info = await stat(real);
+    if (!info.isFile() || info.size > MAX_ENV_FILE_BYTES) {
+      notes.push(`env file ${relative} is ${info.isFile() ? "over 1 MiB" : "not a regular file"}; not sent to the host`);
+      continue;
+    }
+    files.push({ path: path.relative(projectRoot, source).split(path.sep).join("/"), data: await readFile(real) });
+  }
+  return { files, notes };
+}
 
 export interface RemoteReport {
   project: PlacedProject;
@@ -163,7 +199,12 @@ export class RemoteAgentService {
     const mirror = hostMirrorPath(host, projectRoot);
     await this.pushBase(host, projectRoot, mirror, baseBranch);
     await this.links.request(host, "init", { projectRoot: mirror });
-    const result = await this.links.request(host, "spawn", { ...fields, base: baseBranch, projectRoot: mirror }, { timeoutMs: 120_000 });
+    // The project's env files are not in git: sent along, written into the host's new worktree before the agent starts.
+    const newWorktree = !fields.root && fields.worktree === undefined;
+    const envFiles = newWorktree ? await readEnvFiles(projectRoot) : { files: [], notes: [] };
+    const request = { ...fields, base: baseBranch, projectRoot: mirror, ...(envFiles.files.length > 0 ? { files: envFiles.files } : {}) };
+    const sent = await this.links.request(host, "spawn", request, { timeoutMs: 120_000 });
+    const result = { ...sent, warnings: [...envFiles.notes, ...sent.warnings] };
     await this.change((file) => {
       const projects = [...file.projects];
       let project = projects.find((p) => p.host === host.name && p.projectRoot === projectRoot);
@@ -424,7 +465,7 @@ export class RemoteAgentService {
    */
   async merge(project: PlacedProject, worktreeId: string, strategy: "merge" | "squash" | "ff-only", message: string | undefined): Promise<MergeResult> {
     const { host, worktree } = await this.fetchBack(project, worktreeId);
-    await this.refuseUncommitted(host, worktree);
+    await this.refuseUncommitted(host, worktree, project.projectRoot);
     const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
     const baseCommit = await revParse(project.projectRoot, `refs/heads/${project.baseBranch}`);
     if (branchCommit && baseCommit && (await isAncestor(project.projectRoot, branchCommit, baseCommit)) && !project.merged.includes(worktreeId)) {
@@ -449,7 +490,7 @@ export class RemoteAgentService {
     const { host, worktree } = await this.fetchBack(project, worktreeId);
     const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
     if (!force) {
-      const dirty = await this.uncommitted(host, worktree.path);
+      const dirty = await this.uncommitted(host, worktree.path, project.projectRoot);
       const unmerged = branchCommit ? Number((await git(project.projectRoot, ["rev-list", "--count", `refs/heads/${project.baseBranch}..${branchCommit}`])).trim()) : 0;
       if (dirty.length > 0 || unmerged > 0) {
         const reason = `on host ${project.host}: ${[dirty.length > 0 ? `${dirty.length} uncommitted file(s)` : "", unmerged > 0 ? `${unmerged} commit(s) ${project.baseBranch} lacks` : ""].filter(Boolean).join(", ")} (pu merge ${worktreeId} first, or --force)`;
@@ -499,18 +540,20 @@ export class RemoteAgentService {
     return { host, worktree };
   }
 
-  private async uncommitted(host: HostRecord, worktreePath: string): Promise<string[]> {
+  private async uncommitted(host: HostRecord, worktreePath: string, projectRoot: string): Promise<string[]> {
     const status = await run(this.links.argv(host, ["git", "-C", worktreePath, "status", "--porcelain", "--untracked-files=normal"]), STATUS_TIMEOUT_MS * 2);
     if (status.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot read ${worktreePath} on ${host.name}: ${lastLine(status.stderr) || `exit ${status.code}`}`);
+    // pu's own files and the env files it wrote there are not the agent's work.
+    const envFiles = new Set((await loadConfig(projectRoot).catch(() => ({ envFiles: [] as string[] }))).envFiles.map((f) => path.posix.normalize(f)));
     return status.stdout
       .split("\n")
       .filter((line) => line.length > 3)
       .map((line) => line.slice(3))
-      .filter((file) => !file.startsWith(".pu/"));
+      .filter((file) => !file.startsWith(".pu/") && !envFiles.has(file));
   }
 
-  private async refuseUncommitted(host: HostRecord, worktree: WorktreeView): Promise<void> {
-    const dirty = await this.uncommitted(host, worktree.path);
+  private async refuseUncommitted(host: HostRecord, worktree: WorktreeView, projectRoot: string): Promise<void> {
+    const dirty = await this.uncommitted(host, worktree.path, projectRoot);
     if (dirty.length > 0) {
       throw new PuError("INVALID_STATE", `worktree ${worktree.id} on ${host.name} has uncommitted changes (${dirty.slice(0, 5).join(", ")}); commit them in the worktree first`);
     }
@@ -518,7 +561,8 @@ export class RemoteAgentService {
 
   private async pushBase(host: HostRecord, projectRoot: string, mirror: string, baseBranch: string): Promise<void> {
     await this.links.freshen(host);
-    const made = await run(this.links.argv(host, ["sh", "-c", MIRROR_SCRIPT, "sh", mirror, baseBranch]), MIRROR_TIMEOUT_MS);
+    const envFiles = (await loadConfig(projectRoot)).envFiles.map((f) => path.posix.normalize(f)).filter((f) => !f.startsWith("../") && !f.includes("\n"));
+    const made = await run(this.links.argv(host, ["sh", "-c", MIRROR_SCRIPT, "sh", mirror, baseBranch, ...envFiles]), MIRROR_TIMEOUT_MS);
     if (made.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot prepare the mirror ${mirror} on ${host.name}: ${lastLine(made.stderr) || `exit ${made.code}`}`);
     try {
       await pushRefs(projectRoot, this.links.gitUrl(host, "receive-pack", mirror), [`+refs/heads/${baseBranch}:refs/heads/${baseBranch}`]);

@@ -31,6 +31,11 @@ export const SpawnRequest = req("spawn", {
   callerAgentId: AgentId.optional(),
   /** A host's name (`pu host add`): the agent runs there, in the project's mirror. */
   on: z.string().min(1).max(63).optional(),
+  /**
+   * Files written into the new worktree before the agent starts, at paths relative to it: the
+   * project's env files, sent by a control plane that placed the agent on this host.
+   */
+  files: z.array(z.object({ path: z.string().min(1).max(1024), data: Bytes })).max(64).optional(),
 });
 export const StatusRequest = req("status", { projectRoot: ProjectRoot, agentId: AgentId.optional() });
 export const SubscribeStatusRequest = req("subscribe_status", { projectRoot: ProjectRoot });
