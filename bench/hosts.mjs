@@ -12,7 +12,7 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
-import { CLI_BIN, connect, figure, isAlive, killOwned, own, disown, percentile, sleep, startDaemon, stopDaemonByPidFile, summarize, tempWorkspace } from "./lib.mjs";
+import { CLI_BIN, connect, echoWaiter, figure, isAlive, killOwned, own, disown, percentile, sleep, startDaemon, stopDaemonByPidFile, summarize, tempWorkspace } from "./lib.mjs";
 
 const SSHD = "/usr/sbin/sshd";
 const KEYS = "abcdefghijklmnopqrstuvwxyz";
@@ -68,25 +68,6 @@ function hostRoot(dir, name) {
   mkdirSync(path.join(root, "bin"), { recursive: true });
   symlinkSync(CLI_BIN, path.join(root, "bin", "pu"));
   return root;
-}
-
-function echoWaiter() {
-  let waiting;
-  return {
-    expect(key) {
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no echo of ${JSON.stringify(key)} within 10 s`)), 10_000);
-        waiting = { key, resolve: () => (clearTimeout(timer), resolve()) };
-      });
-    },
-    seen(text) {
-      if (waiting && text.includes(waiting.key)) {
-        const w = waiting;
-        waiting = undefined;
-        w.resolve();
-      }
-    },
-  };
 }
 
 async function keystrokes(count, send, echo) {

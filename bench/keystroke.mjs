@@ -5,6 +5,7 @@
 // Reference: the same program under node-pty in this process, write → onData.
 import {
   connect,
+  echoWaiter,
   figure,
   isAlive,
   killOwned,
@@ -34,26 +35,6 @@ async function roundTrips(count, send, nextEcho) {
     times.push(performance.now() - start);
   }
   return times;
-}
-
-/** Resolves the promise registered for a key once that key shows up in the output. */
-function echoWaiter() {
-  let waiting;
-  return {
-    expect(key) {
-      return new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no echo of ${JSON.stringify(key)} within 10 s`)), 10_000);
-        waiting = { key, resolve: () => (clearTimeout(timer), resolve()) };
-      });
-    },
-    seen(data) {
-      if (waiting && data.includes(waiting.key)) {
-        const w = waiting;
-        waiting = undefined;
-        w.resolve();
-      }
-    },
-  };
 }
 
 async function direct(pty, cwd, count) {

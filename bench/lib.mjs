@@ -266,3 +266,23 @@ export function now() {
 }
 
 export { sleep };
+
+/** Resolves the promise registered for a key once that key shows up in the output. */
+export function echoWaiter() {
+  let waiting;
+  return {
+    expect(key) {
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no echo of ${JSON.stringify(key)} within 10 s`)), 10_000);
+        waiting = { key, resolve: () => (clearTimeout(timer), resolve()) };
+      });
+    },
+    seen(data) {
+      if (waiting && data.includes(waiting.key)) {
+        const w = waiting;
+        waiting = undefined;
+        w.resolve();
+      }
+    },
+  };
+}
