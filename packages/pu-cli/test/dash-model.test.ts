@@ -56,4 +56,19 @@ describe("dashboard rows", () => {
     expect(rows.map(statusLabel)).toEqual(["broken (done)", "broken"]);
     expect(rows[0]!.finishedBy).toBe("plan");
   });
+
+  it("an agent on a host names it in its place, and an unreachable host's agent keeps its last status with the reason", () => {
+    const far = [
+      report("/work/d", {
+        worktrees: {
+          "wt-9": { id: "wt-9", name: "remote-fix", status: "active", createdAt: "2026-03-08T12:01:00.000Z", host: "gpu-box", agents: { "ag-far00001": agent("ag-far00001", { status: "waiting", waitingReason: "turn_end", host: "gpu-box", hostState: "unreachable", live: false }) } },
+        },
+      }),
+    ];
+    const rows = dashRows(far);
+    expect(rows[0]).toMatchObject({ place: "remote-fix@gpu-box", host: "gpu-box", hostState: "unreachable" });
+    expect(statusLabel(rows[0]!)).toBe("waiting (done) (host unreachable)");
+    // The filter finds it by its host.
+    expect(dashRows(far, "gpu-box").map((r) => r.agentId)).toEqual(["ag-far00001"]);
+  });
 });

@@ -104,6 +104,31 @@ describe("status table", () => {
     for (const line of lines.slice(1)) expect(line.slice(agentColumn, agentColumn + 3)).toMatch(/^(ag-|-  )/);
   });
 
+  it("adds a HOST column once an agent runs on a host; an unreachable host's agent keeps its last status, said so", () => {
+    const withHost = {
+      ...report,
+      worktrees: {
+        ...report.worktrees,
+        "wt-far00001": {
+          id: "wt-far00001",
+          name: "remote-fix",
+          path: "/srv/pu/projects/app-1/.pu/worktrees/wt-far00001",
+          branch: "pu/remote-fix",
+          status: "active",
+          createdAt: "2026-03-08T12:40:00.000Z",
+          host: "gpu-box",
+          agents: { "ag-far00001": agent("ag-far00001", { status: "streaming", host: "gpu-box", hostState: "unreachable", live: false, idleSeconds: null, pid: 77 }) },
+        },
+      },
+    } as unknown as StatusReport;
+    const lines = renderStatusTable(withHost, { color: false }).trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^WORKTREE\s+AGENT\s+NAME\s+TYPE\s+HOST\s+STATUS\s+IDLE\s+PID\/EXIT$/);
+    const far = lines.find((l) => l.includes("ag-far00001"))!;
+    expect(far).toMatch(/gpu-box\s+streaming \(host unreachable\)\s+-\s+- \(was 77\)/);
+    // Agents on this machine read "-" in that column.
+    expect(lines.find((l) => l.includes("ag-root0001"))).toMatch(/claude\s+-\s+waiting/);
+  });
+
   it("colours statuses only when asked, keeping the columns aligned", () => {
     const plain = renderStatusTable(report, { color: false });
     const coloured = renderStatusTable(report, { color: true });
