@@ -11,10 +11,12 @@ import os from "node:os";
 import path from "node:path";
 import { hostMirrorPath } from "@pu/core/hosts-file";
 import { connectClient } from "@pu/ipc/client";
+import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allAgents, PuSandbox, type StatusJson } from "../helpers/pu-sandbox.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
+import { chromiumPath, startWeb } from "../helpers/web.js";
 import { packAll } from "../install/packed.js";
 import { startModelServer } from "../model-server/server.js";
 import { agentHome } from "../real-agents/homes.js";
@@ -160,6 +162,37 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     }
   });
 
+  it("pu web lists the host's agents as on that host and spawns on a host from its form", async () => {
+    const browserFound = chromiumPath();
+    if (!browserFound.path) throw new Error(browserFound.missing);
+    const browser = await chromium.launch({ executablePath: browserFound.path, args: ["--no-sandbox"] });
+    try {
+      const page = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+      const { url } = await startWeb(sb);
+      await page.goto(url);
+      await page.locator('#connection[data-connected="true"]').waitFor();
+      await expect.poll(() => page.locator(`[data-agent-id="${agentId}"]`).innerText(), { timeout: 30_000 }).toMatch(/on box/);
+      await page.locator("details.spawn summary").click();
+      await expect.poll(() => page.locator('select[name="on"] option').allInnerTexts(), { timeout: 30_000 }).toContain("on box");
+      await page.selectOption('select[name="agent"]', "terminal");
+      await page.selectOption('select[name="where"]', "root");
+      await page.selectOption('select[name="on"]', "box");
+      await page.locator('[data-action="spawn"]').click();
+      const spawnedId = await waitFor("the page's spawn on the host", async () => {
+        const found = allAgents(await sb.status()).find((a) => (a as RemoteAgentJson).host === "box" && a.agentType === "terminal");
+        return found?.id;
+      }, 60_000, 250);
+      await expect.poll(() => page.locator(`[data-agent-id="${spawnedId}"]`).innerText(), { timeout: 30_000 }).toMatch(/on box/);
+      const pid = (await remoteAgent(spawnedId)).pid!;
+      expect(uidOf(pid)).toBe(host.uid);
+      await sb.ok(["kill", spawnedId]);
+      await waitFor("the page's agent to end", async () => (isProcessAlive(pid) ? undefined : true), 30_000, 100);
+    } finally {
+      await browser.close();
+      await sb.ok(["web", "stop"]);
+    }
+  });
+
   it("diff shows the remote worktree's commit; merge fetches the branch back and merges it into the local base", async () => {
     const diff = await sb.puJson<{ worktrees: { worktreeId: string; files: { path: string }[] }[] }>(["diff", "--worktree", worktreeId]);
     expect(diff.worktrees[0]!.files.map((f) => f.path)).toEqual(["remote.txt"]);
@@ -245,8 +278,18 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.ok(["send", spawned.agentId, "through-exec"]);
     await sb.waitForLogs(spawned.agentId, "through-exec");
     expect(await remoteAgent(spawned.agentId)).toMatchObject({ host: "box-exec", hostState: "connected" });
+    // bench and play, routed to the host: the agent is stopped there and started again as it was.
+    await sb.ok(["bench", spawned.agentId]);
+    await waitFor("the exec agent to be benched", async () => (isProcessAlive(spawned.agent.pid) ? undefined : true), 30_000, 100);
+    expect(await sb.ok(["status"])).toMatch(new RegExp(`${spawned.agentId}.*box-exec.*benched`));
+    await sb.ok(["play", spawned.agentId]);
+    const played = await waitFor("the exec agent to run again", async () => {
+      const agent = await remoteAgent(spawned.agentId);
+      return agent.live && agent.pid !== spawned.agent.pid ? agent : undefined;
+    }, 30_000, 250);
+    expect(uidOf(played.pid!)).toBe(host.uid);
     await sb.ok(["kill", spawned.agentId]);
-    await waitFor("the exec agent to end", async () => (isProcessAlive(spawned.agent.pid) ? undefined : true), 30_000, 100);
+    await waitFor("the exec agent to end", async () => (isProcessAlive(played.pid!) ? undefined : true), 30_000, 100);
     // Nothing left running there: removing it needs no --force.
     await sb.ok(["host", "remove", "box-exec"]);
   });
