@@ -6,7 +6,7 @@
 // unreachable, its agents last known, never broken; reconnect), a SIGKILLed control plane.
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
+import { connect, createServer, type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { hostMirrorPath } from "@pu/core/hosts-file";
@@ -177,9 +177,10 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
       await page.selectOption('select[name="agent"]', "terminal");
       await page.selectOption('select[name="where"]', "root");
       await page.selectOption('select[name="on"]', "box");
+      const before = new Set(allAgents(await sb.status()).map((a) => a.id));
       await page.locator('[data-action="spawn"]').click();
       const spawnedId = await waitFor("the page's spawn on the host", async () => {
-        const found = allAgents(await sb.status()).find((a) => (a as RemoteAgentJson).host === "box" && a.agentType === "terminal");
+        const found = allAgents(await sb.status()).find((a) => !before.has(a.id) && (a as RemoteAgentJson).host === "box");
         return found?.id;
       }, 60_000, 250);
       await expect.poll(() => page.locator(`[data-agent-id="${spawnedId}"]`).innerText(), { timeout: 30_000 }).toMatch(/on box/);
@@ -220,7 +221,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     execFileSync("ssh", [...controlArgs(), "-O", "exit", host.alias], { stdio: "ignore" });
     writeFileSync(host.configFile, sshConfig.replace(/Port \d+/, "Port 1"));
     killDaemonSshClients();
-    expect(isProcessAlive(before.pid!)).toBe(true);
+    expect(isProcessAlive(before.pid!), JSON.stringify(before)).toBe(true);
 
     const lastKnown = await waitFor("the host to read unreachable", async () => {
       const agent = await remoteAgent(agentId);
@@ -242,6 +243,29 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     }, 60_000, 500);
     expect(back.live).toBe(true);
     expect(back.pid).toBe(before.pid);
+  });
+
+  it("a host that accepts the connection and never answers reads unreachable within a bounded time; pu status never hangs", async () => {
+    // A listener that takes the TCP connection and says nothing (ssh waits for a banner that never comes).
+    const silent = createServer(() => undefined);
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      execFileSync("ssh", [...controlArgs(), "-O", "exit", host.alias], { stdio: "ignore" });
+      writeFileSync(host.configFile, sshConfig.replace(/Port \d+/, `Port ${port}`));
+      killDaemonSshClients();
+      const started = Date.now();
+      const run = await sb.pu(["status", "--json"]);
+      const seconds = (Date.now() - started) / 1000;
+      expect(run.code, run.stderr).toBe(0);
+      expect(seconds, "pu status waited this long on a silent host").toBeLessThan(20);
+      const agent = allAgents(JSON.parse(run.stdout) as StatusJson).find((a) => a.id === agentId) as RemoteAgentJson;
+      expect(agent).toMatchObject({ host: "box", hostState: "unreachable" });
+    } finally {
+      writeFileSync(host.configFile, sshConfig);
+      silent.close();
+    }
+    await waitFor("the link to come back", async () => ((await remoteAgent(agentId)).hostState === "connected" ? true : undefined), 60_000, 500);
   });
 
   it("a shared ssh master that hangs (the stale-socket hang) is detected and replaced; the link comes back", async () => {

@@ -24,8 +24,18 @@ import type { HostLinks, HostBridge } from "./host-links.js";
 import type { HostService } from "./host-service.js";
 import { lastLine, run } from "./run-command.js";
 
-/** A host's status answer is waited for this long before its agents are shown as last known. */
-const STATUS_TIMEOUT_MS = 5000;
+/** A host's status answer is waited for this long before its agents are shown as last known (within the CLI's own 5 s for status). */
+const STATUS_TIMEOUT_MS = 3000;
+
+/** The promise, or DAEMON_UNAVAILABLE once `ms` have passed (the work itself goes on; its result is dropped). */
+function withDeadline<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new PuError("DAEMON_UNAVAILABLE", message)), ms);
+  });
+  work.catch(() => undefined);
+  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+}
 const MIRROR_TIMEOUT_MS = 60_000;
 const PERSIST_EVERY_MS = 5000;
 
@@ -228,7 +238,9 @@ export class RemoteAgentService {
       this.projectsOf(projectRoot).map(async (project): Promise<RemoteReport> => {
         try {
           const host = await this.hosts.get(project.host);
-          const report = await this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS });
+          // The whole answer — a connection to open included — is bounded: a host that takes the
+          // connection and says nothing must not make `pu status` wait (the attempt goes on behind).
+          const report = await withDeadline(this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS }), STATUS_TIMEOUT_MS, `host ${project.host} did not answer within ${STATUS_TIMEOUT_MS / 1000} s`);
           const seenAt = new Date().toISOString();
           this.seen.set(keyOf(project), { report, reachable: true, seenAt });
           await this.remember(project, report, seenAt);
