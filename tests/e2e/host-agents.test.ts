@@ -261,6 +261,11 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
       expect(seconds, "pu status waited this long on a silent host").toBeLessThan(20);
       const agent = allAgents(JSON.parse(run.stdout) as StatusJson).find((a) => a.id === agentId) as RemoteAgentJson;
       expect(agent).toMatchObject({ host: "box", hostState: "unreachable" });
+      // Keys to it fail in one line naming the host, inside the CLI's own wait.
+      const send = await sb.pu(["send", agentId, "into-the-void"]);
+      expect(send.code).toBe(4);
+      expect(send.stderr.trim().split("\n")).toHaveLength(1);
+      expect(send.stderr).toMatch(/host box/);
     } finally {
       writeFileSync(host.configFile, sshConfig);
       silent.close();

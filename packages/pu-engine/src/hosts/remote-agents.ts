@@ -26,6 +26,8 @@ import { lastLine, run } from "./run-command.js";
 
 /** A host's status answer is waited for this long before its agents are shown as last known (within the CLI's own 5 s for status). */
 const STATUS_TIMEOUT_MS = 3000;
+/** Keys, text, logs and signals routed to a host: answered within the CLI's default request time. */
+const QUICK_REQUEST_MS = 4500;
 
 /** The promise, or DAEMON_UNAVAILABLE once `ms` have passed (the work itself goes on; its result is dropped). */
 function withDeadline<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
@@ -413,7 +415,8 @@ export class RemoteAgentService {
   /** A request that names only an agent (keys, logs, signals). */
   async forwardAgent<T extends "input" | "type_text" | "logs" | "agent_signal">(project: PlacedProject, type: T, fields: RequestFields<T>): Promise<ResultOf<T>> {
     const host = await this.hosts.get(project.host);
-    return this.links.request(host, type, fields);
+    // Inside the CLI's default 5 s, so a host that is slow to connect is named as such, not as this daemon.
+    return withDeadline(this.links.request(host, type, fields), QUICK_REQUEST_MS, `host ${project.host} did not answer within ${QUICK_REQUEST_MS / 1000} s (pu host list shows its link)`);
   }
 
   /** Resize over the viewer's own bridge when it is attached (the host sizes the terminal per viewer), else the shared link. */
@@ -422,7 +425,7 @@ export class RemoteAgentService {
     const bridge = this.viewerBridges.get(`${conn.connectionId}:${req.agentId}`);
     if (bridge) return bridge.client.request("resize", fields);
     const host = await this.hosts.get(project.host);
-    return this.links.request(host, "resize", fields);
+    return withDeadline(this.links.request(host, "resize", fields), QUICK_REQUEST_MS, `host ${project.host} did not answer within ${QUICK_REQUEST_MS / 1000} s`);
   }
 
   /**
