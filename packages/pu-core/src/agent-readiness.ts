@@ -24,6 +24,12 @@ export const IDLE_MARKER_STABLE_MS = 600;
  * waiting one; unknown programs never get this rule.
  */
 export const QUIET_SCREEN_MS = 2000;
+/**
+ * For a CLI whose turn hooks pu installed, a prompt's turn is signalled as it starts: a screen
+ * that stood still after a submit without that signal is a CLI slow to take the prompt (a
+ * loaded machine), not a turn already over, until it has stood this long.
+ */
+export const HOOKED_QUIET_SCREEN_MS = 15_000;
 
 export type TurnSignalKind = "busy" | "turn_end" | "permission";
 
@@ -50,6 +56,8 @@ export interface ReadinessInputs {
   /** Set once the screen showed the turn begun after `submittedAt` (see TurnTracking). */
   turnSeenSince: boolean;
   signal: TurnSignal | null;
+  /** pu installed the CLI's turn hooks: a submitted prompt is signalled when its turn starts. */
+  hooked?: boolean;
   /** The tail of the raw output (a shell prompt is read off it). */
   outputTail: Uint8Array;
   idleSeconds: number;
@@ -111,7 +119,7 @@ function readScreen(input: ReadinessInputs): Readiness | undefined {
     if (neverSubmitted || turnSeenSince || reported !== null) return settledAfter(IDLE_MARKER_STABLE_MS, "turn_end");
     // Never seen busy: a turn too quick to catch, or the previous turn's marker still drawn.
     // A screen that changed after the submit and then stood still settles it.
-    return changedSinceSubmit ? settledAfter(QUIET_SCREEN_MS, "turn_end") : undefined;
+    return changedSinceSubmit ? settledAfter(input.hooked ? HOOKED_QUIET_SCREEN_MS : QUIET_SCREEN_MS, "turn_end") : undefined;
   }
   // No marker at all: a welcome screen, or a turn that ended without one (interrupted).
   // Submitted but never seen busy: the CLI may still be starting (OpenCode takes seconds

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { agentReadiness, IDLE_MARKER_STABLE_MS, QUIET_SCREEN_MS, type ReadinessInputs } from "../src/agent-readiness.js";
+import { agentReadiness, HOOKED_QUIET_SCREEN_MS, IDLE_MARKER_STABLE_MS, QUIET_SCREEN_MS, type ReadinessInputs } from "../src/agent-readiness.js";
 
 const T0 = 1_000_000;
 const CLAUDE_BUSY = ["❯ fix the test", "· Harmonizing…", "❯", "  ⏵⏵ auto mode on (shift+tab to cycle) · esc to interrupt"];
@@ -50,6 +50,18 @@ describe("agentReadiness", () => {
     // Changed since the Enter but never seen busy: it takes the longer quiet period.
     const quick = agentReadiness(inputs({ rows: CLAUDE_IDLE, submittedAt: T0 - 5000, lastContentChange: T0 - IDLE_MARKER_STABLE_MS }));
     expect(quick).toEqual({ status: "streaming", recheckAt: T0 - IDLE_MARKER_STABLE_MS + QUIET_SCREEN_MS });
+  });
+
+  it("with pu's turn hooks installed, a typed prompt the CLI has not taken yet is not a turn over: the screen must stand still far longer", () => {
+    // The prompt echoed, the screen still for longer than the unhooked rule waits, no hook yet:
+    // a loaded machine where Claude has not started the turn (once read as done before its tool ran).
+    const slow = { rows: CLAUDE_IDLE, submittedAt: T0 - 5000, lastContentChange: T0 - QUIET_SCREEN_MS - 500 };
+    expect(agentReadiness(inputs(slow)).status).toBe("waiting");
+    expect(agentReadiness(inputs({ ...slow, hooked: true }))).toEqual({ status: "streaming", recheckAt: slow.lastContentChange + HOOKED_QUIET_SCREEN_MS });
+    // The hook's busy signal then holds it streaming until its Stop hook says turn_end.
+    expect(agentReadiness(inputs({ ...slow, hooked: true, signal: { kind: "busy", at: T0 - 100 } })).status).toBe("streaming");
+    // A hook that never comes (a broken hook) still ends in waiting, later.
+    expect(agentReadiness(inputs({ ...slow, hooked: true, submittedAt: T0 - HOOKED_QUIET_SCREEN_MS - 1000, lastContentChange: T0 - HOOKED_QUIET_SCREEN_MS }))).toEqual({ status: "waiting", waitingReason: "turn_end" });
   });
 
   it("a permission dialog reads waiting (permission)", () => {

@@ -281,6 +281,7 @@ export async function launchAgent(state: EngineState, desc: LaunchDescription): 
     cwd: placement.cwd,
     session,
     idleThresholdSeconds: config.idleThresholdSeconds,
+    hooked: hookArgs.length > 0,
   });
 
   const startedAt = nowIso();
@@ -402,6 +403,7 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
 
   let session: AgentSession;
   let idleThresholdSeconds: number;
+  let hooked = false;
   try {
     if (worktree && worktree.status === "cleaned") throw new Error(`its worktree ${worktree.id} has been cleaned`);
     const config = await loadConfig(root);
@@ -418,6 +420,7 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
     const env = buildEnv(process.env, { agentId: agent.id, projectRoot: root, worktreeId: worktree?.id, extra: agent.env });
     ensureExecutable(launch.file, cwd, env.PATH);
     const hookArgs = agent.command === undefined ? turnHookArgs(agent.agentType, state.home) : [];
+    hooked = hookArgs.length > 0;
     session = AgentSession.spawn({ agentId: agent.id, file: launch.file, args: [...launch.args, ...hookArgs], cwd, env, ringBytes: config.outputBufferBytes });
   } catch (err) {
     const reason = (err as Error).message;
@@ -446,6 +449,7 @@ async function startResumed(state: EngineState, root: string, agent: AgentEntry,
     cwd,
     session,
     idleThresholdSeconds,
+    hooked,
   });
   let updated: AgentEntry;
   try {

@@ -22,6 +22,8 @@ export interface SessionPlacement {
   cwd: string;
   session: AgentSession;
   idleThresholdSeconds: number;
+  /** pu installed the CLI's turn hooks (Claude's): a prompt's turn is signalled when it starts and ends. */
+  hooked?: boolean;
 }
 
 /** An agent whose PTY this daemon holds (running, or exited but its output still readable). */
@@ -76,6 +78,7 @@ export function sessionReadiness(live: LiveAgent, now: number = Date.now()): Ses
     submittedAt,
     turnSeenSince: live.busySeenAfter !== undefined && live.busySeenAfter >= submittedAt,
     signal: live.turnSignal ?? null,
+    hooked: live.hooked === true,
     outputTail: session.ring.lastBytes(256),
     idleSeconds: session.activity.idleSeconds(),
     idleThresholdSeconds: live.idleThresholdSeconds,
