@@ -299,11 +299,16 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   });
 
   it("through exec (runuser: argv, no shell, the path podman exec -i and kubectl exec -i take) an agent is placed and reached the same way", async () => {
-    await sb.ok(["host", "add", "box-exec", "--exec", `runuser -u ${host.user} --`, "--root", root]);
+    await sb.ok(["host", "add", "box-exec", "--exec", `runuser -u ${host.user} --`, "--root", root, "--max-agents", "1"]);
     const spawned = await sb.puJson<{ agentId: string; host: string; agent: { pid: number } }>(["spawn", "--on", "box-exec", "--root", "--name", "exec-agent", "--command", "stty raw -echo; echo exec-ready; exec cat"]);
     expect(spawned.host).toBe("box-exec");
     expect(uidOf(spawned.agent.pid)).toBe(host.uid);
     await sb.waitForLogs(spawned.agentId, "exec-ready");
+    // Its cap is one agent: a second is refused in one line, nothing started.
+    const capped = await sb.pu(["spawn", "--on", "box-exec", "--root", "--command", "true"]);
+    expect(capped.code).toBe(1);
+    expect(capped.stderr.trim().split("\n")).toHaveLength(1);
+    expect(capped.stderr).toMatch(/runs 1 agent\(s\) pu placed there, its cap \(--max-agents 1\)/);
     await sb.ok(["send", spawned.agentId, "through-exec"]);
     await sb.waitForLogs(spawned.agentId, "through-exec");
     expect(await remoteAgent(spawned.agentId)).toMatchObject({ host: "box-exec", hostState: "connected" });

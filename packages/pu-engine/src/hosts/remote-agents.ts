@@ -205,6 +205,14 @@ export class RemoteAgentService {
   /** `pu spawn --on HOST`: the base pushed to the host's mirror, then the host daemon's own spawn there. */
   async spawn(projectRoot: string, hostName: string, fields: Omit<RequestFields<"spawn">, "projectRoot" | "on">): Promise<SpawnResult> {
     const host = await this.hosts.get(hostName);
+    if (host.maxAgents !== null) {
+      // The host's cap (`--max-agents`) protects that machine: counted from its fresh reports.
+      await this.refreshHost(host.name);
+      const running = this.holdings(host.name).agents;
+      if (running >= host.maxAgents) {
+        throw new PuError("INVALID_STATE", `host ${host.name} runs ${running} agent(s) pu placed there, its cap (--max-agents ${host.maxAgents}); kill one there first, or re-add the host with a higher cap`);
+      }
+    }
     const baseBranch = fields.base ?? (await currentBranch(projectRoot));
     if (!baseBranch) throw new PuError("INVALID_STATE", `${projectRoot} is on a detached HEAD; check out a branch (or pass --base) to place an agent on ${hostName}`);
     if (!(await branchExists(projectRoot, baseBranch))) throw new PuError("INVALID_ARGUMENT", `no branch ${baseBranch} in ${projectRoot}`);
