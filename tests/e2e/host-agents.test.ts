@@ -298,6 +298,27 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.waitForLogs(agentId, "after-the-restart");
   });
 
+  it("a committed .pu/ that runs a command runs on the host only once trusted there (pu trust --on)", async () => {
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    const before = readFileSync(config, "utf8");
+    writeFileSync(config, `${before}\nagents:\n  hostbot:\n    command: "sh -c 'stty raw -echo; echo hostbot-ran; exec cat'"\n    interactive: true\n`);
+    sb.git(["add", "-f", ".pu/config.yaml"]);
+    sb.git(["commit", "-q", "-m", "a custom agent type"]);
+    const refused = await sb.pu(["spawn", "--on", "box", "--agent", "hostbot", "--root"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toMatch(/on host box: not trusted yet: .*hostbot.*pu trust --on box --show/);
+    const shown = await sb.ok(["trust", "--on", "box", "--show"]);
+    expect(shown).toMatch(/NOT TRUSTED .*hostbot-ran/);
+    await sb.ok(["trust", "--on", "box"]);
+    const spawned = await sb.puJson<{ agentId: string; agent: { pid: number } }>(["spawn", "--on", "box", "--agent", "hostbot", "--root"]);
+    await sb.waitForLogs(spawned.agentId, "hostbot-ran");
+    // Trusting the host's copy trusted nothing here.
+    expect(await sb.ok(["trust", "--show"])).toMatch(/NOT TRUSTED .*hostbot-ran/);
+    await sb.ok(["kill", spawned.agentId]);
+    await waitFor("hostbot to end", async () => (isProcessAlive(spawned.agent.pid) ? undefined : true), 30_000, 100);
+  });
+
   it("through exec (runuser: argv, no shell, the path podman exec -i and kubectl exec -i take) an agent is placed and reached the same way", async () => {
     await sb.ok(["host", "add", "box-exec", "--exec", `runuser -u ${host.user} --`, "--root", root, "--max-agents", "1"]);
     const spawned = await sb.puJson<{ agentId: string; host: string; agent: { pid: number } }>(["spawn", "--on", "box-exec", "--root", "--name", "exec-agent", "--command", "stty raw -echo; echo exec-ready; exec cat"]);

@@ -17,18 +17,23 @@ export default class TrustCommand extends PuCommand {
       and records it as trusted, in \`$PU_HOME/trust.json\`; a later change to what an item
       runs or types asks again. What you save through pu (\`pu trigger create\`, \`pu ticket
       create\`…) is trusted as written. \`--show\` lists without trusting anything.
+
+      A host (\`pu host add\`) keeps its own trust: \`--on HOST\` lists (and trusts there) what the
+      project's mirror on that host would run — the \`.pu/\` of the commit pushed to it.
     `,
     examples: [
       ["See what this project would run", "$0 trust --show"],
       ["Trust it, after reading it", "$0 trust"],
+      ["What it would run on a host", "$0 trust --on gpu-box --show"],
     ],
   });
 
+  on = Option.String("--on", { description: "The project's mirror on this host (pu host add), not this machine's copy" });
   show = Option.Boolean("--show", false, { description: "List what would run or be typed and whether it is trusted; record nothing" });
 
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
-    const result = await withDaemon((client) => client.request("trust", { projectRoot, ...(this.show ? { showOnly: true } : {}) }));
+    const result = await withDaemon((client) => client.request("trust", { projectRoot, ...(this.show ? { showOnly: true } : {}), ...(this.on !== undefined ? { on: this.on } : {}) }));
     return this.report.result(result, (out) => {
       if (result.items.length === 0) {
         out.line("nothing in this project's .pu/ or its queued tickets runs or types anything; nothing to trust");

@@ -223,7 +223,16 @@ export class RemoteAgentService {
     const newWorktree = !fields.root && fields.worktree === undefined;
     const envFiles = newWorktree ? await readEnvFiles(projectRoot) : { files: [], notes: [] };
     const request = { ...fields, base: baseBranch, projectRoot: mirror, ...(envFiles.files.length > 0 ? { files: envFiles.files } : {}) };
-    const sent = await this.links.request(host, "spawn", request, { timeoutMs: 120_000 });
+    let sent: SpawnResult;
+    try {
+      sent = await this.links.request(host, "spawn", request, { timeoutMs: 120_000 });
+    } catch (error) {
+      // The host's daemon applies its own trust to the mirror's `.pu/`: say how to give it.
+      if (isPuError(error) && error.code === "UNTRUSTED") {
+        throw new PuError("UNTRUSTED", `on host ${host.name}: ${error.message.replace(/; read it, then run `pu trust` in .* to allow it$/, "")}; review it with \`pu trust --on ${host.name} --show\`, then \`pu trust --on ${host.name}\``);
+      }
+      throw error;
+    }
     const result = { ...sent, warnings: [...envFiles.notes, ...sent.warnings] };
     await this.change((file) => {
       const projects = [...file.projects];
@@ -240,6 +249,18 @@ export class RemoteAgentService {
     this.startWatches(projectRoot);
     this.log.event("remote_spawned", { host: host.name, projectRoot, agentId: result.agentId, worktreeId: result.worktreeId });
     return { ...result, host: host.name };
+  }
+
+  /** `pu trust --on HOST`: what the mirror's `.pu/` on the host would run, trusted there unless `showOnly`. */
+  async trustOn(projectRoot: string, hostName: string, showOnly: boolean): Promise<ResultOf<"trust">> {
+    const host = await this.hosts.get(hostName);
+    const mirror = hostMirrorPath(host, projectRoot);
+    try {
+      return await this.links.request(host, "trust", { projectRoot: mirror, ...(showOnly ? { showOnly: true } : {}) });
+    } catch (error) {
+      if (isPuError(error) && error.code === "NOT_INITIALIZED") throw new PuError("NOT_FOUND", `host ${host.name} has no mirror of ${projectRoot} yet (pu spawn --on ${host.name} makes it)`);
+      throw error;
+    }
   }
 
   /** Each host's report of this project's mirror: fresh when it answers in time, else as last seen. */

@@ -11,6 +11,8 @@ export const TrustRequest = req("trust", {
   projectRoot: ProjectRoot,
   /** List what the project's `.pu/` would run and whether it is trusted, without recording anything. */
   showOnly: z.boolean().optional(),
+  /** A host's name: the project's mirror there (what its daemon runs), not this machine's copy. */
+  on: z.string().min(1).max(63).optional(),
 });
 
 
