@@ -212,4 +212,21 @@ describe("pu web: what the guard lets through", { timeout: 120_000 }, () => {
     await sb.ok(["daemon", "stop"]);
     await waitFor("pu web to stop with the daemon", () => !isProcessAlive(restarted.pid), 10_000);
   });
+
+  it("a SIGKILLed daemon takes pu web down too; the next pu web starts a fresh server with a fresh secret", async () => {
+    const first = await startWeb(sb);
+    expect(first.started).toBe(true);
+    const secretBefore = readFileSync(path.join(sb.home, "web.json"), "utf8");
+    await sb.sigkillDaemon();
+    await waitFor("pu web to stop when its daemon is killed", () => !isProcessAlive(first.pid), 15_000);
+    const second = await startWeb(sb);
+    expect(second.started).toBe(true);
+    expect(second.pid).not.toBe(first.pid);
+    expect(readFileSync(path.join(sb.home, "web.json"), "utf8")).not.toBe(secretBefore);
+    // The new server answers with a fresh login link; the old link is worthless.
+    const oldLink = await rawRequest(second.port, "GET", `/login?token=${tokenOf(first.url)}`, { host: `127.0.0.1:${second.port}` });
+    expect(oldLink.status).not.toBe(303);
+    const newLink = await rawRequest(second.port, "GET", `/login?token=${tokenOf(second.url)}`, { host: `127.0.0.1:${second.port}` });
+    expect(newLink.status).toBe(303);
+  });
 });
