@@ -9,7 +9,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PuError } from "@pu/core/errors";
 import { ensurePuHome } from "@pu/core/paths";
-import { parseWebServerFile, webLogPath, webOrigin, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
+import { hostAndPort, parseWebServerFile, webLogPath, webOrigin, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
 import { isProcessAlive, waitForExit } from "./daemon-client.js";
 
 const START_TIMEOUT_MS = 10_000;
@@ -43,14 +43,13 @@ function readWebServerFile(home: string): WebServerFile | undefined {
 
 function postToServer(file: WebServerFile, route: string): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const host = file.host.includes(":") ? `[${file.host}]` : file.host;
     const req = request(
       {
         host: file.host,
         port: file.port,
         path: route,
         method: "POST",
-        headers: { host: `${host}:${file.port}`, authorization: `Bearer ${file.secret}`, "content-length": 0 },
+        headers: { host: hostAndPort(file.host, file.port), authorization: `Bearer ${file.secret}`, "content-length": 0 },
         timeout: 3000,
       },
       (res) => {

@@ -35,7 +35,12 @@ export function parseWebServerFile(text: string, filePath: string): WebServerFil
   return parseJsonText(WebServerFileSchema, text, filePath, "CONFIG_ERROR");
 }
 
+/** `HOST:PORT` as a browser writes it in a Host header or an origin: an IPv6 literal in brackets. */
+export function hostAndPort(host: string, port: number): string {
+  return `${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
 /** `http://HOST:PORT` with an IPv6 literal in brackets. */
 export function webOrigin(host: string, port: number): string {
-  return `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  return `http://${hostAndPort(host, port)}`;
 }

@@ -8,6 +8,7 @@
 //   4. Every POST carries the session's CSRF token in a header a cross-site form cannot set.
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import { hostAndPort } from "@pu/core/web-server-file";
 
 /** A login link unused for this long stops working. */
 const LOGIN_TOKEN_TTL_MS = 15 * 60_000;
@@ -30,7 +31,7 @@ function sameSecret(a: string, b: string): boolean {
 
 /** `host:port` as a browser writes it in Host (IPv6 literals in brackets), lowercased. */
 function hostWithPort(host: string, port: number): string {
-  return `${host.includes(":") ? `[${host}]` : host}:${port}`.toLowerCase();
+  return hostAndPort(host, port).toLowerCase();
 }
 
 export class AccessGuard {
