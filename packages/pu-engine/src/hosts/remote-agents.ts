@@ -4,92 +4,33 @@
 // (`$PU_HOME/remote-projects.json`, this daemon its only writer), the host's last report of each
 // mirror (what status shows while the host is unreachable), requests routed by id, attach relayed
 // over a bridge of its own, and merge / clean, which fetch the worktree's branch back first.
-import { readFile, realpath, stat } from "node:fs/promises";
-import path from "node:path";
-import { loadConfig } from "@pu/core/config";
+import { readFile } from "node:fs/promises";
 import { PuError, isPuError } from "@pu/core/errors";
 import { isAlive } from "@pu/core/status";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
 import { LockedFile } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
-import type { AgentView, HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, WorktreeView } from "@pu/ipc/protocol";
+import type { HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
-import type { AgentStatus } from "@pu/core/manifest";
 import type { DaemonLog } from "../daemon-log.js";
 import type { AgentStatusChange } from "../engine-events.js";
 import { mergeWorktree } from "../git/merge.js";
-import { branchExists, currentBranch, git, isAncestor, isInside, realpathOrNull, revParse } from "../git/runner.js";
-import { fetchRefs, pushRefs } from "../git/transfer.js";
+import { branchExists, currentBranch, git, isAncestor, revParse } from "../git/runner.js";
 import type { HostLinks, HostBridge } from "./host-links.js";
 import type { HostService } from "./host-service.js";
-import { lastLine, run } from "./run-command.js";
+import { addHostAgents, agentStatuses, statusChanges, type HeardReport } from "./remote-status.js";
+import { fetchBranchBack, pushBase, readEnvFiles, uncommittedOnHost, withDeadline } from "./project-mirror.js";
 
 /** A host's status answer is waited for this long before its agents are shown as last known (within the CLI's own 5 s for status). */
 const STATUS_TIMEOUT_MS = 3000;
 /** Keys, text, logs and signals routed to a host: answered within the CLI's default request time. */
 const QUICK_REQUEST_MS = 4500;
 
-/** The promise, or DAEMON_UNAVAILABLE once `ms` have passed (the work itself goes on; its result is dropped). */
-function withDeadline<T>(work: Promise<T>, ms: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new PuError("DAEMON_UNAVAILABLE", message)), ms);
-  });
-  work.catch(() => undefined);
-  return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
-}
-const MIRROR_TIMEOUT_MS = 60_000;
 const PERSIST_EVERY_MS = 5000;
 
 const keyOf = (p: Pick<RemoteProject, "host" | "projectRoot">) => `${p.host}\0${p.projectRoot}`;
 
-/**
- * Makes the mirror on the host ($1, base branch $2): a repository whose checked-out base a push
- * updates in place (the host daemon makes worktrees from it). Fixed text; paths arrive as arguments.
- */
-const MIRROR_SCRIPT = [
-  "set -e",
-  'mkdir -p "$1"',
-  'cd "$1"',
-  'if [ ! -d .git ]; then git init -q -b "$2"; fi',
-  "git config receive.denyCurrentBranch updateInstead",
-  // The env files pu writes into the host's worktrees ($3…) are never the agent's work: ignored there.
-  "shift 2",
-  "mkdir -p .git/info",
-  'for f in "$@"; do grep -qxF -- "/$f" .git/info/exclude 2>/dev/null || printf "/%s\\n" "$f" >> .git/info/exclude; done',
-].join("\n");
-
 export type PlacedProject = RemoteProject;
-
-/** What one env file may weigh to be sent to a host (they are secrets and settings, not data). */
-const MAX_ENV_FILE_BYTES = 1024 * 1024;
-
-/**
- * The project's env files (config `envFiles`) as they are here: regular files inside the project,
- * read to be written into the host's new worktree. What cannot be sent is said, not guessed.
- */
-async function readEnvFiles(projectRoot: string): Promise<{ files: { path: string; data: Uint8Array }[]; notes: string[] }> {
-  const files: { path: string; data: Uint8Array }[] = [];
-  const notes: string[] = [];
-  for (const relative of (await loadConfig(projectRoot)).envFiles) {
-    const source = path.resolve(projectRoot, relative);
-    const real = await realpathOrNull(source);
-    if (!isInside(projectRoot, source) || (real !== null && !isInside(await realpath(projectRoot), real))) {
-      throw new PuError("INVALID_ARGUMENT", `env file "${relative}" is outside the project root ${projectRoot}; list envFiles relative to the project root`);
-    }
-    if (real === null) {
-      notes.push(`env file ${relative} not found in the project root; not sent to the host`);
-      continue;
-    }
-    const info = await stat(real);
-    if (!info.isFile() || info.size > MAX_ENV_FILE_BYTES) {
-      notes.push(`env file ${relative} is ${info.isFile() ? "over 1 MiB" : "not a regular file"}; not sent to the host`);
-      continue;
-    }
-    files.push({ path: path.relative(projectRoot, source).split(path.sep).join("/"), data: await readFile(real) });
-  }
-  return { files, notes };
-}
 
 export interface RemoteReport {
   project: PlacedProject;
@@ -105,7 +46,7 @@ export class RemoteAgentService {
   private readonly filePath: string;
   private projects: RemoteProject[] = [];
   /** What this daemon last heard from each placement (host + project), and whether the host answered. */
-  private readonly seen = new Map<string, { report: StatusReport | null; reachable: boolean; seenAt: string | null }>();
+  private readonly seen = new Map<string, HeardReport>();
   private readonly watches = new Map<string, { viewers: number; running: Map<string, { stop(): void }> }>();
   private readonly changeListeners: ((projectRoot: string, changes: AgentStatusChange[]) => void)[] = [];
   private readonly persistTimers = new Map<string, NodeJS.Timeout>();
@@ -147,22 +88,14 @@ export class RemoteAgentService {
     return this.projects.filter((p) => p.projectRoot === projectRoot);
   }
 
-  /** How many agents pu placed on each host (every project). */
-  agentCounts(): Map<string, number> {
-    const counts = new Map<string, number>();
-    for (const p of this.projects) counts.set(p.host, (counts.get(p.host) ?? 0) + p.agentIds.length);
-    return counts;
-  }
-
   /**
    * The link to a host as `pu host list` shows it; a host holding agents is asked first (bounded),
-   * so the state is current rather than whatever this daemon last happened to see.
+   * so the state and the count of running agents are current, not whatever was seen last.
    */
   async linkView(host: HostRecord): Promise<HostLinkView> {
-    const agents = this.agentCounts().get(host.name) ?? 0;
-    if (agents > 0) await this.links.request(host, "health", {}, { timeoutMs: STATUS_TIMEOUT_MS }).catch(() => undefined);
+    if (this.projects.some((p) => p.host === host.name)) await this.refreshHost(host.name);
     const { state, since, reason } = this.links.state(host.name);
-    return { state, since, reason, agents };
+    return { state, since, reason, agents: this.holdings(host.name).agents };
   }
 
   /** Every host of this project asked for its report now (bounded). */
@@ -184,10 +117,7 @@ export class RemoteAgentService {
     let agents = 0;
     let worktrees = 0;
     for (const p of this.projects.filter((x) => x.host === host)) {
-      const report = (this.seen.get(keyOf(p))?.report ?? p.lastReport) as StatusReport | null;
-      const statusOf = new Map<string, AgentStatus>();
-      for (const a of Object.values(report?.agents ?? {})) statusOf.set(a.id, a.status);
-      for (const wt of Object.values(report?.worktrees ?? {})) for (const a of Object.values(wt.agents)) statusOf.set(a.id, a.status);
+      const statusOf = agentStatuses((this.seen.get(keyOf(p))?.report ?? p.lastReport) as StatusReport | null);
       agents += p.agentIds.filter((id) => {
         const status = statusOf.get(id);
         return status === undefined || isAlive(status);
@@ -217,7 +147,7 @@ export class RemoteAgentService {
     if (!baseBranch) throw new PuError("INVALID_STATE", `${projectRoot} is on a detached HEAD; check out a branch (or pass --base) to place an agent on ${hostName}`);
     if (!(await branchExists(projectRoot, baseBranch))) throw new PuError("INVALID_ARGUMENT", `no branch ${baseBranch} in ${projectRoot}`);
     const mirror = hostMirrorPath(host, projectRoot);
-    await this.pushBase(host, projectRoot, mirror, baseBranch);
+    await pushBase(this.links, host, projectRoot, mirror, baseBranch);
     await this.links.request(host, "init", { projectRoot: mirror });
     // The project's env files are not in git: sent along, written into the host's new worktree before the agent starts.
     const newWorktree = !fields.root && fields.worktree === undefined;
@@ -302,22 +232,7 @@ export class RemoteAgentService {
     if (placed.length === 0) return local;
     const merged: StatusReport = { ...local, worktrees: { ...local.worktrees }, agents: { ...local.agents } };
     for (const project of placed) {
-      const { report, reachable, seenAt } = this.seen.get(keyOf(project)) ?? { report: project.lastReport as StatusReport | null, reachable: false, seenAt: project.lastSeenAt };
-      if (!report) continue;
-      const tag = (agent: AgentView): AgentView => {
-        const view: AgentView = { ...agent, host: project.host, hostState: reachable ? "connected" : "unreachable", hostSeenAt: seenAt };
-        // Last known: the host is not answering, so nothing is known to run or to count idle time.
-        if (!reachable) Object.assign(view, { live: false, idleSeconds: null });
-        return view;
-      };
-      for (const [id, agent] of Object.entries(report.agents ?? {})) if (project.agentIds.includes(id)) merged.agents[id] = tag(agent);
-      for (const [id, wt] of Object.entries(report.worktrees ?? {})) {
-        if (!project.worktreeIds.includes(id)) continue;
-        const agents: Record<string, AgentView> = {};
-        for (const [agentId, agent] of Object.entries(wt.agents)) agents[agentId] = tag(agent);
-        const status = project.merged.includes(id) ? "merged" : wt.status;
-        merged.worktrees[id] = { ...wt, status, agents, host: project.host } as WorktreeView;
-      }
+      addHostAgents(merged, project, this.seen.get(keyOf(project)) ?? { report: project.lastReport as StatusReport | null, reachable: false, seenAt: project.lastSeenAt });
     }
     return merged;
   }
@@ -405,19 +320,7 @@ export class RemoteAgentService {
       project.lastSeenAt = seenAt;
       this.persistSoon(project);
     }
-    const statusOf = (r: StatusReport | null | undefined) => {
-      const out = new Map<string, AgentStatus>();
-      if (!r) return out;
-      for (const a of Object.values(r.agents ?? {})) out.set(a.id, a.status);
-      for (const wt of Object.values(r.worktrees ?? {})) for (const a of Object.values(wt.agents)) out.set(a.id, a.status);
-      return out;
-    };
-    const was = statusOf(before?.report);
-    const changes: AgentStatusChange[] = [];
-    for (const [agentId, status] of statusOf(report)) {
-      if (!project.agentIds.includes(agentId) && !Object.values(report?.worktrees ?? {}).some((wt) => project.worktreeIds.includes(wt.id) && agentId in wt.agents)) continue;
-      if (was.get(agentId) !== status) changes.push({ projectRoot: project.projectRoot, agentId, from: was.get(agentId) ?? null, to: status });
-    }
+    const changes = statusChanges(project, before?.report, report);
     for (const listener of this.changeListeners) listener(project.projectRoot, changes);
   }
 
@@ -509,7 +412,10 @@ export class RemoteAgentService {
    */
   async merge(project: PlacedProject, worktreeId: string, strategy: "merge" | "squash" | "ff-only", message: string | undefined): Promise<MergeResult> {
     const { host, worktree } = await this.fetchBack(project, worktreeId);
-    await this.refuseUncommitted(host, worktree, project.projectRoot);
+    const dirty = await uncommittedOnHost(this.links, host, worktree.path, project.projectRoot);
+    if (dirty.length > 0) {
+      throw new PuError("INVALID_STATE", `worktree ${worktree.id} on ${host.name} has uncommitted changes (${dirty.slice(0, 5).join(", ")}); commit them in the worktree first`);
+    }
     const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
     const baseCommit = await revParse(project.projectRoot, `refs/heads/${project.baseBranch}`);
     if (branchCommit && baseCommit && (await isAncestor(project.projectRoot, branchCommit, baseCommit)) && !project.merged.includes(worktreeId)) {
@@ -534,7 +440,7 @@ export class RemoteAgentService {
     const { host, worktree } = await this.fetchBack(project, worktreeId);
     const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
     if (!force) {
-      const dirty = await this.uncommitted(host, worktree.path, project.projectRoot);
+      const dirty = await uncommittedOnHost(this.links, host, worktree.path, project.projectRoot);
       const unmerged = branchCommit ? Number((await git(project.projectRoot, ["rev-list", "--count", `refs/heads/${project.baseBranch}..${branchCommit}`])).trim()) : 0;
       if (dirty.length > 0 || unmerged > 0) {
         const reason = `on host ${project.host}: ${[dirty.length > 0 ? `${dirty.length} uncommitted file(s)` : "", unmerged > 0 ? `${unmerged} commit(s) ${project.baseBranch} lacks` : ""].filter(Boolean).join(", ")} (pu merge ${worktreeId} first, or --force)`;
@@ -575,44 +481,8 @@ export class RemoteAgentService {
     await this.remember(project, report, new Date().toISOString());
     const worktree = report.worktrees[worktreeId];
     if (!worktree) throw new PuError("WORKTREE_NOT_FOUND", `host ${project.host} no longer has worktree ${worktreeId}`);
-    try {
-      // Not forced: a local branch of that name that went its own way is never overwritten.
-      await fetchRefs(project.projectRoot, this.links.gitUrl(host, "upload-pack", project.mirror), [`refs/heads/${worktree.branch}:refs/heads/${worktree.branch}`]);
-    } catch (error) {
-      throw new PuError("GIT_ERROR", `cannot fetch ${worktree.branch} back from ${project.host}: ${(error as Error).message}`);
-    }
+    await fetchBranchBack(this.links, host, project.projectRoot, project.mirror, worktree.branch);
     return { host, worktree };
-  }
-
-  private async uncommitted(host: HostRecord, worktreePath: string, projectRoot: string): Promise<string[]> {
-    const status = await run(this.links.argv(host, ["git", "-C", worktreePath, "status", "--porcelain", "--untracked-files=normal"]), STATUS_TIMEOUT_MS * 2);
-    if (status.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot read ${worktreePath} on ${host.name}: ${lastLine(status.stderr) || `exit ${status.code}`}`);
-    // pu's own files and the env files it wrote there are not the agent's work.
-    const envFiles = new Set((await loadConfig(projectRoot).catch(() => ({ envFiles: [] as string[] }))).envFiles.map((f) => path.posix.normalize(f)));
-    return status.stdout
-      .split("\n")
-      .filter((line) => line.length > 3)
-      .map((line) => line.slice(3))
-      .filter((file) => !file.startsWith(".pu/") && !envFiles.has(file));
-  }
-
-  private async refuseUncommitted(host: HostRecord, worktree: WorktreeView, projectRoot: string): Promise<void> {
-    const dirty = await this.uncommitted(host, worktree.path, projectRoot);
-    if (dirty.length > 0) {
-      throw new PuError("INVALID_STATE", `worktree ${worktree.id} on ${host.name} has uncommitted changes (${dirty.slice(0, 5).join(", ")}); commit them in the worktree first`);
-    }
-  }
-
-  private async pushBase(host: HostRecord, projectRoot: string, mirror: string, baseBranch: string): Promise<void> {
-    await this.links.freshen(host);
-    const envFiles = (await loadConfig(projectRoot)).envFiles.map((f) => path.posix.normalize(f)).filter((f) => !f.startsWith("../") && !f.includes("\n"));
-    const made = await run(this.links.argv(host, ["sh", "-c", MIRROR_SCRIPT, "sh", mirror, baseBranch, ...envFiles]), MIRROR_TIMEOUT_MS);
-    if (made.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot prepare the mirror ${mirror} on ${host.name}: ${lastLine(made.stderr) || `exit ${made.code}`}`);
-    try {
-      await pushRefs(projectRoot, this.links.gitUrl(host, "receive-pack", mirror), [`+refs/heads/${baseBranch}:refs/heads/${baseBranch}`]);
-    } catch (error) {
-      throw new PuError("GIT_ERROR", `cannot push ${baseBranch} to ${host.name}: ${(error as Error).message}`);
-    }
   }
 
   private async remember(project: PlacedProject, report: StatusReport, seenAt: string): Promise<void> {

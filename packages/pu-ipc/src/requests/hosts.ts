@@ -51,7 +51,7 @@ export interface HostLinkView {
   state: "connected" | "unreachable" | "idle";
   since: string | null;
   reason: string | null;
-  /** Agents pu started there (every project), as last known. */
+  /** Agents pu placed there (every project) not known to have ended, from the host's fresh or last report. */
   agents: number;
 }
 

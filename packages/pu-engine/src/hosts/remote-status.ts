@@ -1,0 +1,54 @@
+// A host's status report of a project's mirror, read for this machine: its agents and worktrees
+// added to the local report, each naming its host and whether that host answers; the status of
+// each agent in it; and which of those changed between two reports.
+import type { AgentStatus } from "@pu/core/manifest";
+import type { RemoteProject } from "@pu/core/remote-projects-file";
+import type { AgentView, StatusReport, WorktreeView } from "@pu/ipc/protocol";
+import type { AgentStatusChange } from "../engine-events.js";
+
+/** What this daemon last heard from a placement, and whether the host answered then. */
+export interface HeardReport {
+  report: StatusReport | null;
+  reachable: boolean;
+  seenAt: string | null;
+}
+
+/** Every agent's status in a report (root and worktree agents alike). */
+export function agentStatuses(report: StatusReport | null | undefined): Map<string, AgentStatus> {
+  const out = new Map<string, AgentStatus>();
+  if (!report) return out;
+  for (const a of Object.values(report.agents ?? {})) out.set(a.id, a.status);
+  for (const wt of Object.values(report.worktrees ?? {})) for (const a of Object.values(wt.agents)) out.set(a.id, a.status);
+  return out;
+}
+
+/** Adds one placement's agents and worktrees (those pu placed) into `merged`, tagged with their host. */
+export function addHostAgents(merged: StatusReport, project: RemoteProject, heard: HeardReport): void {
+  const { report, reachable, seenAt } = heard;
+  if (!report) return;
+  const tag = (agent: AgentView): AgentView => {
+    const view: AgentView = { ...agent, host: project.host, hostState: reachable ? "connected" : "unreachable", hostSeenAt: seenAt };
+    // Last known: the host is not answering, so nothing is known to run or to count idle time.
+    if (!reachable) Object.assign(view, { live: false, idleSeconds: null });
+    return view;
+  };
+  for (const [id, agent] of Object.entries(report.agents ?? {})) if (project.agentIds.includes(id)) merged.agents[id] = tag(agent);
+  for (const [id, wt] of Object.entries(report.worktrees ?? {})) {
+    if (!project.worktreeIds.includes(id)) continue;
+    const agents: Record<string, AgentView> = {};
+    for (const [agentId, agent] of Object.entries(wt.agents)) agents[agentId] = tag(agent);
+    const status = project.merged.includes(id) ? "merged" : wt.status;
+    merged.worktrees[id] = { ...wt, status, agents, host: project.host } as WorktreeView;
+  }
+}
+
+/** The placement's agents whose status differs between two reports of it. */
+export function statusChanges(project: RemoteProject, before: StatusReport | null | undefined, after: StatusReport | null): AgentStatusChange[] {
+  const was = agentStatuses(before);
+  const ours = (agentId: string) => project.agentIds.includes(agentId) || Object.values(after?.worktrees ?? {}).some((wt) => project.worktreeIds.includes(wt.id) && agentId in wt.agents);
+  const changes: AgentStatusChange[] = [];
+  for (const [agentId, status] of agentStatuses(after)) {
+    if (ours(agentId) && was.get(agentId) !== status) changes.push({ projectRoot: project.projectRoot, agentId, from: was.get(agentId) ?? null, to: status });
+  }
+  return changes;
+}
