@@ -349,44 +349,59 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.ok(["host", "remove", "box-exec"]);
   });
 
-  it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", async () => {
+  it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", { timeout: 300_000, retry: 1 }, async () => {
     const server = await startModelServer({});
     const forwardPort = 20_000 + Math.floor(Math.random() * 20_000);
     // `ssh -R`: on the host, 127.0.0.1:forwardPort is this machine's model server.
     const forward = spawn("ssh", ["-F", host.configFile, "-N", "-o", "ExitOnForwardFailure=yes", "-R", `${forwardPort}:127.0.0.1:${new URL(server.url).port}`, host.alias], { stdio: "ignore" });
+    let spawned: { agentId: string; worktreeId: string; cwd: string } | undefined;
+    let cleaned = false;
     try {
       const dir = `${host.home}/claude-home`;
       const mirror = hostMirrorPath({ root }, sb.root);
       const home = agentHome("claude", { dir, serverUrl: `http://127.0.0.1:${forwardPort}`, trustedDirs: [mirror] });
       execFileSync("chown", ["-R", `${host.user}:`, dir]);
       const env = Object.entries({ ...home.env, SHELL: "/bin/bash" }).flatMap(([k, v]) => (v === undefined ? [] : ["--env", `${k}=${v}`]));
-      await waitFor("the port forward", () => listening(forwardPort), 30_000, 100);
-      const spawned = await sb.puJson<{ agentId: string; worktreeId: string; cwd: string }>(["spawn", "RUN: echo made-by-claude-on-the-host > host-claude.txt PACE: 100 SAY: done on the host", "--agent", "claude", "--on", "box", "--name", "host-claude", ...env]);
-      const answered = await server.waitForRequest((r) => r.reply === "text" && r.replyText === "done on the host" && r.finishedAt !== undefined, 120_000);
+      // The forward reaches this model server (not something else that happens to listen there).
+      await waitFor("the port forward to reach the model server", async () => {
+        if (!(await listening(forwardPort))) return undefined;
+        await fetch(`http://127.0.0.1:${forwardPort}/pu-forward-check`).catch(() => undefined);
+        return server.requests.some((r) => r.path === "/pu-forward-check") ? true : undefined;
+      }, 30_000, 200);
+      const placed = await sb.puJson<{ agentId: string; worktreeId: string; cwd: string }>(["spawn", "RUN: echo made-by-claude-on-the-host > host-claude.txt PACE: 100 SAY: done on the host", "--agent", "claude", "--on", "box", "--name", "host-claude", ...env]);
+      spawned = placed;
+      const answered = await server.waitForRequest((r) => r.reply === "text" && r.replyText === "done on the host" && r.finishedAt !== undefined, 120_000).catch(async (error: Error) => {
+        // What the agent's terminal shows says why (a dialog, a crash) better than the timeout.
+        const screen = await sb.pu(["logs", placed.agentId, "--screen"]);
+        throw new Error(`${error.message}\n--- claude's screen on the host ---\n${screen.stdout}${screen.stderr}`);
+      });
       expect(answered).toBeDefined();
       const waiting = await waitFor("claude on the host to read waiting (turn_end) here", async () => {
-        const agent = (await remoteAgent(spawned.agentId)) as RemoteAgentJson & { waitingReason?: string };
+        const agent = (await remoteAgent(placed.agentId)) as RemoteAgentJson & { waitingReason?: string };
         return agent.status === "waiting" && agent.waitingReason === "turn_end" ? agent : undefined;
       }, 60_000, 250);
       expect(waiting).toMatchObject({ host: "box", live: true });
-      expect(readFileSync(path.join(spawned.cwd, "host-claude.txt"), "utf8").trim()).toBe("made-by-claude-on-the-host");
+      expect(readFileSync(path.join(placed.cwd, "host-claude.txt"), "utf8").trim()).toBe("made-by-claude-on-the-host");
       expect(uidOf(waiting.pid!)).toBe(host.uid);
       // A second turn through the control plane.
       const before = server.requests.length;
-      await sb.ok(["send", spawned.agentId, "SAY: second answer on the host"]);
+      await sb.ok(["send", placed.agentId, "SAY: second answer on the host"]);
       await server.waitForRequest((r) => r.seq > before && r.reply === "text" && r.replyText === "second answer on the host" && r.finishedAt !== undefined, 120_000);
-      await sb.ok(["kill", spawned.agentId]);
+      await sb.ok(["kill", placed.agentId]);
       await waitFor("claude on the host to end", async () => (isProcessAlive(waiting.pid!) ? undefined : true), 30_000, 100);
       // Its work, uncommitted on the host, is refused by merge until committed there.
-      const refused = await sb.pu(["merge", spawned.worktreeId]);
+      const refused = await sb.pu(["merge", placed.worktreeId]);
       expect(refused.code).toBe(1);
       expect(refused.stderr).toMatch(/uncommitted changes \(host-claude\.txt\)/);
-      await sb.ok(["clean", "--worktree", spawned.worktreeId, "--force"]);
+      await sb.ok(["clean", "--worktree", placed.worktreeId, "--force"]);
+      cleaned = true;
     } finally {
+      // A failed attempt leaves nothing for the retry or the later tests to count.
+      if (spawned && !cleaned) await sb.pu(["clean", "--worktree", spawned.worktreeId, "--force"]);
       forward.kill("SIGKILL");
       await server.close();
     }
-  }, 300_000);
+  });
 
   it("host remove refuses while agents run there; kill and clean route to the host and end them there", async () => {
     const refused = await sb.pu(["host", "remove", "box"]);
