@@ -114,9 +114,12 @@ export class StatusWatch {
     ];
   }
 
-  /** The project's status now (`pu status`): every agent, or the one asked for (AGENT_NOT_FOUND when it is not there). */
+  /**
+   * The project's status now (`pu status`): every agent (the overlay's too, as pushed reports
+   * carry them), or the one asked for (AGENT_NOT_FOUND when it is not there).
+   */
   async report(root: string, agentId?: string): Promise<StatusReport> {
-    const report = buildStatusReport(this.state, await this.state.store.read(root));
+    const report = this.overlay(buildStatusReport(this.state, await this.state.store.read(root)));
     if (agentId === undefined) return report;
     const narrowed = narrowToAgent(report, agentId);
     if (!narrowed) throw new PuError("AGENT_NOT_FOUND", `no agent ${agentId} in ${report.projectRoot}`);

@@ -16,7 +16,7 @@ export async function handleClean(ctx: CleanContext, req: RequestOf<"clean">): P
   });
   if (!req.all) return local;
   // Every worktree means those on hosts too: each cleaned or kept by the same rules, a host that cannot be reached kept with why.
-  await ctx.remote.refreshHostsOf(root);
+  await ctx.remote.reports(root);
   for (const { project, worktreeId } of ctx.remote.liveWorktrees(root)) {
     try {
       const there = await ctx.remote.clean(project, worktreeId, req.force === true, { keepOnRefusal: true });

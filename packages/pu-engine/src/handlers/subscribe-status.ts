@@ -10,7 +10,7 @@ export async function handleSubscribeStatus(
 ): Promise<StatusReport> {
   const root = await state.project(req.projectRoot);
   // The hosts' agents of this project: asked now (bounded), then followed while the stream is open.
-  if (remote.projectsOf(root).length > 0) await remote.reports(root);
+  await remote.reports(root);
   remote.watch(root, ctx);
   const report = await statusWatch.subscribe(root, req.id, ctx, await state.store.read(root));
   state.noticeOnShutdown(ctx, () => ({

@@ -4,11 +4,10 @@
 // (`$PU_HOME/remote-projects.json`, this daemon its only writer), the host's last report of each
 // mirror (what status shows while the host is unreachable), requests routed by id, attach relayed
 // over a bridge of its own, and merge / clean, which fetch the worktree's branch back first.
-import { readFile } from "node:fs/promises";
 import { PuError, isPuError } from "@pu/core/errors";
 import { isAlive } from "@pu/core/status";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
-import { LockedFile } from "@pu/core/locked-file";
+import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
 import type { HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
@@ -98,11 +97,6 @@ export class RemoteAgentService {
     return { state, since, reason, agents: this.holdings(host.name).agents };
   }
 
-  /** Every host of this project asked for its report now (bounded). */
-  async refreshHostsOf(projectRoot: string): Promise<void> {
-    if (this.projectsOf(projectRoot).length > 0) await this.reports(projectRoot);
-  }
-
   /** Every project placed on the host asked for its report now (bounded), before a decision about the host. */
   async refreshHost(host: string): Promise<void> {
     const roots = new Set(this.projects.filter((p) => p.host === host).map((p) => p.projectRoot));
@@ -117,7 +111,7 @@ export class RemoteAgentService {
     let agents = 0;
     let worktrees = 0;
     for (const p of this.projects.filter((x) => x.host === host)) {
-      const statusOf = agentStatuses((this.seen.get(keyOf(p))?.report ?? p.lastReport) as StatusReport | null);
+      const statusOf = agentStatuses(this.lastReport(p));
       agents += p.agentIds.filter((id) => {
         const status = statusOf.get(id);
         return status === undefined || isAlive(status);
@@ -201,25 +195,14 @@ export class RemoteAgentService {
           const host = await this.hosts.get(project.host);
           // The whole answer — a connection to open included — is bounded: a host that takes the
           // connection and says nothing must not make `pu status` wait (the attempt goes on behind).
-          const report = await withDeadline(this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS }), STATUS_TIMEOUT_MS, `host ${project.host} did not answer within ${STATUS_TIMEOUT_MS / 1000} s`);
-          const seenAt = new Date().toISOString();
-          this.seen.set(keyOf(project), { report, reachable: true, seenAt });
-          await this.remember(project, report, seenAt);
-          return { project, report, reachable: true, seenAt };
+          const report = await this.bounded(project, STATUS_TIMEOUT_MS, this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS }));
+          return { project, ...this.record(project, report, true) };
         } catch (error) {
           if (!isPuError(error) || !["DAEMON_UNAVAILABLE", "TIMEOUT", "PROTOCOL_MISMATCH", "NOT_INITIALIZED"].includes(error.code)) throw error;
-          const last = { report: (project.lastReport as StatusReport | null) ?? null, reachable: false, seenAt: project.lastSeenAt };
-          this.seen.set(keyOf(project), last);
-          return { project, ...last };
+          return { project, ...this.record(project, this.lastReport(project), false) };
         }
       }),
     );
-  }
-
-  /** The local report with every host's agents and worktrees of the project added, each naming its host (hosts asked first). */
-  async withRemote(local: StatusReport): Promise<StatusReport> {
-    await this.reports(local.projectRoot);
-    return this.overlay(local);
   }
 
   /**
@@ -232,7 +215,7 @@ export class RemoteAgentService {
     if (placed.length === 0) return local;
     const merged: StatusReport = { ...local, worktrees: { ...local.worktrees }, agents: { ...local.agents } };
     for (const project of placed) {
-      addHostAgents(merged, project, this.seen.get(keyOf(project)) ?? { report: project.lastReport as StatusReport | null, reachable: false, seenAt: project.lastSeenAt });
+      addHostAgents(merged, project, this.seen.get(keyOf(project)) ?? { report: this.lastReport(project), reachable: false, seenAt: project.lastSeenAt });
     }
     return merged;
   }
@@ -297,8 +280,7 @@ export class RemoteAgentService {
         }
         bridge?.close();
         if (stopped) return;
-        const last = this.seen.get(key);
-        this.heard(project, last?.report ?? (project.lastReport as StatusReport | null), false);
+        this.heard(project, this.lastReport(project), false);
         failures += 1;
         retry = setTimeout(() => void follow(), Math.min(30_000, 1000 * 2 ** Math.min(failures - 1, 5)));
         retry.unref();
@@ -309,18 +291,11 @@ export class RemoteAgentService {
 
   /** A host's report of a placement arrived (or the host went quiet): remembered, and the status changes told. */
   private heard(placed: PlacedProject, report: StatusReport | null, reachable: boolean): void {
-    const key = keyOf(placed);
     // The record is re-read on every change: the newest entry knows the newest ids.
-    const project = this.projects.find((p) => keyOf(p) === key) ?? placed;
-    const before = this.seen.get(key);
-    const seenAt = reachable ? new Date().toISOString() : (before?.seenAt ?? project.lastSeenAt);
-    this.seen.set(key, { report, reachable, seenAt });
-    if (reachable && report) {
-      project.lastReport = report as unknown as Record<string, unknown>;
-      project.lastSeenAt = seenAt;
-      this.persistSoon(project);
-    }
-    const changes = statusChanges(project, before?.report, report);
+    const project = this.projects.find((p) => keyOf(p) === keyOf(placed)) ?? placed;
+    const before = this.seen.get(keyOf(project))?.report;
+    this.record(project, report, reachable);
+    const changes = statusChanges(project, before, report);
     for (const listener of this.changeListeners) listener(project.projectRoot, changes);
   }
 
@@ -331,8 +306,7 @@ export class RemoteAgentService {
     const timer = setTimeout(() => {
       this.persistTimers.delete(key);
       const seen = this.seen.get(key);
-      const current = this.projects.find((p) => keyOf(p) === key);
-      if (current && seen?.report && seen.seenAt) void this.remember(current, seen.report, seen.seenAt).catch(() => undefined);
+      if (seen?.report && seen.seenAt) void this.remember(project, seen.report, seen.seenAt).catch(() => undefined);
     }, PERSIST_EVERY_MS);
     timer.unref();
     this.persistTimers.set(key, timer);
@@ -348,7 +322,7 @@ export class RemoteAgentService {
   async forwardAgent<T extends "input" | "type_text" | "logs" | "agent_signal">(project: PlacedProject, type: T, fields: RequestFields<T>): Promise<ResultOf<T>> {
     const host = await this.hosts.get(project.host);
     // Inside the CLI's default 5 s, so a host that is slow to connect is named as such, not as this daemon.
-    return withDeadline(this.links.request(host, type, fields), QUICK_REQUEST_MS, `host ${project.host} did not answer within ${QUICK_REQUEST_MS / 1000} s (pu host list shows its link)`);
+    return this.bounded(project, QUICK_REQUEST_MS, this.links.request(host, type, fields));
   }
 
   /** Resize over the viewer's own bridge when it is attached (the host sizes the terminal per viewer), else the shared link. */
@@ -357,7 +331,7 @@ export class RemoteAgentService {
     const bridge = this.viewerBridges.get(`${conn.connectionId}:${req.agentId}`);
     if (bridge) return bridge.client.request("resize", fields);
     const host = await this.hosts.get(project.host);
-    return withDeadline(this.links.request(host, "resize", fields), QUICK_REQUEST_MS, `host ${project.host} did not answer within ${QUICK_REQUEST_MS / 1000} s`);
+    return this.bounded(project, QUICK_REQUEST_MS, this.links.request(host, "resize", fields));
   }
 
   /**
@@ -422,10 +396,8 @@ export class RemoteAgentService {
       return { worktreeId, status: worktree.status, strategy, baseBranch: project.baseBranch, nothingToMerge: true };
     }
     const outcome = await mergeWorktree({ projectRoot: project.projectRoot, branch: worktree.branch, baseBranch: project.baseBranch, strategy, ...(message ? { message } : {}) });
-    await this.change((file) => {
-      const found = file.projects.find((p) => p.host === project.host && p.projectRoot === project.projectRoot);
-      if (found && !found.merged.includes(worktreeId)) found.merged.push(worktreeId);
-      return file;
+    await this.changeProject(project, (found) => {
+      if (!found.merged.includes(worktreeId)) found.merged.push(worktreeId);
     });
     this.log.event("remote_merged", { host: project.host, worktreeId, branch: worktree.branch, commit: outcome.commit });
     return { worktreeId, status: "merged", strategy, baseBranch: project.baseBranch, commit: outcome.commit };
@@ -454,14 +426,10 @@ export class RemoteAgentService {
       await git(project.projectRoot, ["branch", "-D", worktree.branch]).catch(() => undefined);
     }
     const gone = new Set([worktreeId, ...Object.keys(worktree.agents)]);
-    await this.change((file) => {
-      const found = file.projects.find((p) => p.host === project.host && p.projectRoot === project.projectRoot);
-      if (found) {
-        found.worktreeIds = found.worktreeIds.filter((id) => !gone.has(id));
-        found.agentIds = found.agentIds.filter((id) => !gone.has(id));
-        found.merged = found.merged.filter((id) => !gone.has(id));
-      }
-      return file;
+    await this.changeProject(project, (found) => {
+      found.worktreeIds = found.worktreeIds.filter((id) => !gone.has(id));
+      found.agentIds = found.agentIds.filter((id) => !gone.has(id));
+      found.merged = found.merged.filter((id) => !gone.has(id));
     });
     this.log.event("remote_cleaned", { host: project.host, worktreeId });
     return result;
@@ -470,7 +438,7 @@ export class RemoteAgentService {
   /** The worktrees pu placed for this project on its hosts that are still there (as last reported). */
   liveWorktrees(projectRoot: string): { project: PlacedProject; worktreeId: string }[] {
     return this.projectsOf(projectRoot).flatMap((project) => {
-      const report = (this.seen.get(keyOf(project))?.report ?? project.lastReport) as StatusReport | null;
+      const report = this.lastReport(project);
       return project.worktreeIds.filter((id) => report?.worktrees?.[id] !== undefined).map((worktreeId) => ({ project, worktreeId }));
     });
   }
@@ -478,22 +446,47 @@ export class RemoteAgentService {
   private async fetchBack(project: PlacedProject, worktreeId: string): Promise<{ host: HostRecord; worktree: WorktreeView }> {
     const host = await this.hosts.get(project.host);
     const report = await this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS });
-    await this.remember(project, report, new Date().toISOString());
+    this.record(project, report, true);
     const worktree = report.worktrees[worktreeId];
     if (!worktree) throw new PuError("WORKTREE_NOT_FOUND", `host ${project.host} no longer has worktree ${worktreeId}`);
     await fetchBranchBack(this.links, host, project.projectRoot, project.mirror, worktree.branch);
     return { host, worktree };
   }
 
+  /**
+   * What was heard from a placement now: kept in memory for status, and a report the host sent
+   * written to the record at most every PERSIST_EVERY_MS (status asks often, a busy host reports often).
+   */
+  private record(project: PlacedProject, report: StatusReport | null, reachable: boolean): HeardReport {
+    const seenAt = reachable ? new Date().toISOString() : (this.seen.get(keyOf(project))?.seenAt ?? project.lastSeenAt);
+    const heard = { report, reachable, seenAt };
+    this.seen.set(keyOf(project), heard);
+    if (reachable && report) this.persistSoon(project);
+    return heard;
+  }
+
+  /** The placement's newest report: heard by this daemon, else the record's. */
+  private lastReport(project: PlacedProject): StatusReport | null {
+    return this.seen.get(keyOf(project))?.report ?? (project.lastReport as StatusReport | null) ?? null;
+  }
+
+  /** A host's answer within `ms`, the host named when it is late (the request goes on behind). */
+  private bounded<T>(project: PlacedProject, ms: number, work: Promise<T>): Promise<T> {
+    return withDeadline(work, ms, `host ${project.host} did not answer within ${ms / 1000} s (pu host list shows its link)`);
+  }
+
   private async remember(project: PlacedProject, report: StatusReport, seenAt: string): Promise<void> {
-    project.lastReport = report as unknown as Record<string, unknown>;
-    project.lastSeenAt = seenAt;
-    await this.change((file) => {
-      const found = file.projects.find((p) => p.host === project.host && p.projectRoot === project.projectRoot);
-      if (found) {
-        found.lastReport = project.lastReport;
-        found.lastSeenAt = seenAt;
-      }
+    await this.changeProject(project, (found) => {
+      found.lastReport = report as unknown as Record<string, unknown>;
+      found.lastSeenAt = seenAt;
+    });
+  }
+
+  /** Changes the record's entry of a placement, if it is still there. */
+  private changeProject(project: PlacedProject, fn: (found: RemoteProject) => void): Promise<void> {
+    return this.change((file) => {
+      const found = file.projects.find((p) => keyOf(p) === keyOf(project));
+      if (found) fn(found);
       return file;
     });
   }
@@ -507,14 +500,8 @@ export class RemoteAgentService {
   }
 
   private async read(): Promise<RemoteProjectsFile> {
-    let text: string;
-    try {
-      text = await readFile(this.filePath, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { version: 1, projects: [] };
-      throw new PuError("IO_ERROR", `cannot read ${this.filePath}: ${(error as Error).message}`);
-    }
-    return parseRemoteProjectsFile(text, this.filePath);
+    const text = await readTextIfExists(this.filePath);
+    return text === null ? { version: 1, projects: [] } : parseRemoteProjectsFile(text, this.filePath);
   }
 }
 
