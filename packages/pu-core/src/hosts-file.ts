@@ -115,8 +115,8 @@ function sshSharingOptions({ controlPath }: SshSharing): string[] {
   return ["-o", "ControlMaster=auto", "-o", `ControlPath=${controlPath}`, "-o", "ControlPersist=60", "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3"];
 }
 
-/** `ssh -O check` of the shared connection's master: does it answer on its socket. */
-export function sshControlCheckArgv(transport: Extract<HostTransport, { kind: "ssh" }>, controlPath: string): string[] {
+/** `ssh -O check` (does the shared connection's master answer on its socket) or `-O exit` (stop it). */
+export function sshControlArgv(transport: Extract<HostTransport, { kind: "ssh" }>, controlPath: string, op: "check" | "exit"): string[] {
   return [
     "ssh",
     ...(transport.configFile ? ["-F", transport.configFile] : []),
@@ -124,7 +124,7 @@ export function sshControlCheckArgv(transport: Extract<HostTransport, { kind: "s
     "-o",
     `ControlPath=${controlPath}`,
     "-O",
-    "check",
+    op,
     "--",
     transport.destination,
   ];

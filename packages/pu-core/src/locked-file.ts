@@ -3,7 +3,7 @@
 // directory next to the file, kept fresh while held and taken over once stale), each
 // change read fresh under that lock, and landed with write-file-atomic (temp file, fsync,
 // rename), so readers never see a partial file and concurrent writers never lose an update.
-import { open } from "node:fs/promises";
+import { open, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -41,6 +41,16 @@ export function errnoCode(error: unknown): string | undefined {
 export function ioError(action: string, path: string, error: unknown): PuError {
   const detail = error instanceof Error ? error.message : String(error);
   return new PuError("IO_ERROR", `cannot ${action} ${path}: ${detail}`, { cause: error });
+}
+
+/** A state file's text, or null when there is none yet; any other failure is IO_ERROR naming the file. */
+export async function readTextIfExists(path: string): Promise<string | null> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (error) {
+    if (errnoCode(error) === "ENOENT") return null;
+    throw ioError("read", path, error);
+  }
 }
 
 async function fsyncDirectory(dir: string): Promise<void> {

@@ -21,8 +21,12 @@ export interface StatusLabelInputs {
  * `(host unreachable)`: its status is the last one seen, never guessed.
  */
 export function statusLabel(agent: StatusLabelInputs): string {
-  const label = localStatusLabel(agent);
-  return agent.hostState === "unreachable" ? `${label} (host unreachable)` : label;
+  return withHostState(localStatusLabel(agent), agent.hostState);
+}
+
+/** A status word of an agent on a host that does not answer now says so: what it shows is as last seen. */
+export function withHostState(label: string, hostState: StatusLabelInputs["hostState"]): string {
+  return hostState === "unreachable" ? `${label} (host unreachable)` : label;
 }
 
 function localStatusLabel(agent: StatusLabelInputs): string {

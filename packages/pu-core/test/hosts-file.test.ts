@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { isPuError } from "../src/errors.js";
-import { hostDaemonArgv, hostGitUrl, hostMirrorPath, newHostRecord, sshControlCheckArgv, transportArgv } from "../src/hosts-file.js";
+import { hostDaemonArgv, hostGitUrl, hostMirrorPath, newHostRecord, sshControlArgv, transportArgv } from "../src/hosts-file.js";
 import { parseRemoteProjectsFile } from "../src/remote-projects-file.js";
 import { statusLabel } from "../src/status-label.js";
 
@@ -40,7 +40,7 @@ describe("transportArgv with connection sharing", () => {
 
   it("asks the master with -O check on the same socket", () => {
     if (sshHost.transport.kind !== "ssh") throw new Error("ssh host expected");
-    expect(sshControlCheckArgv(sshHost.transport, "/p/box")).toEqual(["ssh", "-o", "Port=2222", "-o", "ControlPath=/p/box", "-O", "check", "--", "me@box"]);
+    expect(sshControlArgv(sshHost.transport, "/p/box", "check")).toEqual(["ssh", "-o", "Port=2222", "-o", "ControlPath=/p/box", "-O", "check", "--", "me@box"]);
   });
 
   it("runs the host's daemon bridge with its home under the root, preferring ROOT/bin/pu", () => {

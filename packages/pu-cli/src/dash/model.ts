@@ -1,6 +1,7 @@
 // What the dashboard shows, as plain data and pure functions (tested without a terminal):
 // the rows of the agent list from the live status reports, and who just started waiting.
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
+import { withHostState } from "@pu/core/status-label";
 import { formatDuration } from "../format.js";
 
 export interface DashRow {
@@ -78,8 +79,7 @@ export function newlyWaiting(before: readonly DashRow[], now: readonly DashRow[]
  * whose host does not answer (shown as last seen).
  */
 export function statusLabel(r: DashRow): string {
-  const label = localLabel(r);
-  return r.hostState === "unreachable" ? `${label} (host unreachable)` : label;
+  return withHostState(localLabel(r), r.hostState);
 }
 
 function localLabel(r: DashRow): string {

@@ -10,7 +10,7 @@ import { PuError, isPuError } from "@pu/core/errors";
 import { existsSync } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
-import { hostDaemonArgv, hostGitUrl, sshControlCheckArgv, transportArgv, type HostRecord, type SshSharing } from "@pu/core/hosts-file";
+import { hostDaemonArgv, hostGitUrl, sshControlArgv, transportArgv, type HostRecord, type SshSharing } from "@pu/core/hosts-file";
 import { connectClientOverStream, type Client, type RequestOptions } from "@pu/ipc/client";
 import type { RequestFields, RequestType, ResultOf } from "@pu/ipc/protocol";
 import type { DaemonLog } from "../daemon-log.js";
@@ -210,7 +210,7 @@ export class HostLinks {
     await mkdir(this.controlDir, { recursive: true, mode: 0o700 });
     this.shared.set(host.name, host);
     if (!existsSync(sharing.controlPath)) return;
-    const check = await run(sshControlCheckArgv(host.transport, sharing.controlPath), CONTROL_CHECK_TIMEOUT_MS);
+    const check = await run(sshControlArgv(host.transport, sharing.controlPath, "check"), CONTROL_CHECK_TIMEOUT_MS);
     if (check.code === 0) return;
     this.log.event("ssh_control_stale", { host: host.name, controlPath: sharing.controlPath, timedOut: check.timedOut, said: lastLine(check.stderr) });
     await rm(sharing.controlPath, { force: true });
@@ -269,9 +269,7 @@ export class HostLinks {
       [...this.shared.values()].map(async (host) => {
         const sharing = this.sharing(host);
         if (!sharing || host.transport.kind !== "ssh" || !existsSync(sharing.controlPath)) return;
-        const argv = sshControlCheckArgv(host.transport, sharing.controlPath);
-        argv[argv.indexOf("check")] = "exit";
-        await run(argv, CONTROL_CHECK_TIMEOUT_MS);
+        await run(sshControlArgv(host.transport, sharing.controlPath, "exit"), CONTROL_CHECK_TIMEOUT_MS);
       }),
     );
     this.shared.clear();

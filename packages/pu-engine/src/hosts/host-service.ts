@@ -3,11 +3,11 @@
 // (node, git, pu, cores, free disk under its root), and does its pu daemon answer pu's own
 // handshake through `pu daemon stdio`. Every remote argument is quoted by pu-core or passed as
 // argv; nothing a person typed becomes shell syntax on either side.
-import { readdir, readFile } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import path from "node:path";
 import { PuError } from "@pu/core/errors";
 import { hostsFilePath, newHostRecord, parseHostsFile, transportArgv, type HostRecord, type HostsFile, type HostTransport } from "@pu/core/hosts-file";
-import { LockedFile } from "@pu/core/locked-file";
+import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
 import type { HostCheck } from "@pu/ipc/protocol";
 import type { DaemonLog } from "../daemon-log.js";
 import { openHostBridge } from "./host-links.js";
@@ -198,14 +198,8 @@ export class HostService {
   }
 
   private async read(): Promise<HostsFile> {
-    let text: string;
-    try {
-      text = await readFile(this.filePath, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return { version: 1, hosts: [] };
-      throw new PuError("IO_ERROR", `cannot read ${this.filePath}: ${(error as Error).message}`);
-    }
+    const text = await readTextIfExists(this.filePath);
     // A corrupt file is reported, never overwritten: every write goes through here first.
-    return parseHostsFile(text, this.filePath);
+    return text === null ? { version: 1, hosts: [] } : parseHostsFile(text, this.filePath);
   }
 }
