@@ -127,6 +127,32 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(hosts.hosts[0]!.link).toMatchObject({ state: "connected", agents: 1 });
   });
 
+  it("bad placements are one line and the documented exit code: an unknown host (3), a detached HEAD (1), no mirror yet for trust --on (3)", async () => {
+    const unknown = await sb.pu(["spawn", "--on", "nosuch", "--root", "--command", "true"]);
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
+    expect(unknown.stderr).toMatch(/no host named nosuch \(pu host list\)/);
+    const head = sb.git(["rev-parse", "HEAD"]).trim();
+    sb.git(["checkout", "-q", "--detach", head]);
+    try {
+      const detached = await sb.pu(["spawn", "--on", "box", "--root", "--command", "true"]);
+      expect(detached.code).toBe(1);
+      expect(detached.stderr.trim().split("\n")).toHaveLength(1);
+      expect(detached.stderr).toMatch(/detached HEAD; check out a branch \(or pass --base\)/);
+    } finally {
+      sb.git(["checkout", "-q", "main"]);
+    }
+    // A root with the installed pu and nothing placed there yet (its own home, so its own daemon).
+    const emptyRoot = `${host.home}/empty-root`;
+    execFileSync("runuser", ["-u", host.user, "--", "sh", "-c", 'mkdir -p "$1/bin" && ln -s "$2/bin/pu" "$1/bin/pu"', "sh", emptyRoot, root]);
+    await sb.ok(["host", "add", "empty-box", "--exec", `runuser -u ${host.user} --`, "--root", emptyRoot]);
+    const noMirror = await sb.pu(["trust", "--on", "empty-box", "--show"]);
+    expect(noMirror.code).toBe(3);
+    expect(noMirror.stderr.trim().split("\n")).toHaveLength(1);
+    expect(noMirror.stderr).toMatch(/host empty-box has no mirror of .* yet \(pu spawn --on empty-box makes it\)/);
+    await sb.ok(["host", "remove", "empty-box"]);
+  });
+
   it("files sent with a spawn land inside the new worktree only: a path above it or into .git is refused and nothing is left", async () => {
     const client = await connectClient({ socketPath: path.join(sb.home, "daemon.sock"), clientName: "pu-test-files" });
     try {
