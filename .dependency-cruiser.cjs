@@ -19,7 +19,7 @@ const ENGINE_FLOORS = [
   ["git", ["git/"]],
   ["state", ["state\\.ts$", "engine-events\\.ts$", "status-watch\\.ts$"]],
   ["agents", ["agents/"]],
-  ["worktrees-gates-automation-hosts", ["worktrees/", "gates/", "automation/", "hosts/"]],
+  ["worktrees-gates-automation-hosts-usage", ["worktrees/", "gates/", "automation/", "hosts/", "usage/"]],
   ["orchestration", ["orchestration/"]],
   ["services", ["services\\.ts$", "recovery\\.ts$", "daemon-service\\.ts$"]],
   ["handlers", ["handlers/", "handlers\\.ts$"]],

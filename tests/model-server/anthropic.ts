@@ -1,6 +1,6 @@
 // Anthropic Messages API (`POST /v1/messages`), as Claude Code uses it.
 import type { ServerResponse } from "node:http";
-import { chunkText, type ConversationView, type JsonSchema, type Reply } from "./script.js";
+import { chunkText, type ConversationView, type JsonSchema, type Reply, type ScriptedUsage } from "./script.js";
 import { newId, sendJson, SseStream } from "./sse.js";
 
 interface Block {
@@ -31,11 +31,13 @@ export function viewMessages(body: MessagesRequest): ConversationView {
     const parts = blocks(message.content);
     const toolResults = parts.filter((b) => b.type === "tool_result").length;
     const last = view.userTurns.at(-1);
+    const text = parts.map((b) => (b.type === "text" ? (b.text ?? "") : "")).filter((t) => t !== "").join("\n");
     if (toolResults > 0) {
       if (last) last.toolResultsAfter += toolResults;
-      continue;
+      // Text beside the results is a new prompt (after an interrupted tool, Claude sends both in one message).
+      if (text === "") continue;
     }
-    view.userTurns.push({ text: parts.map((b) => (b.type === "text" ? (b.text ?? "") : "")).join("\n"), toolResultsAfter: 0 });
+    view.userTurns.push({ text, toolResultsAfter: 0 });
   }
   for (const tool of body.tools ?? []) {
     if (!tool.name) continue;
@@ -45,8 +47,9 @@ export function viewMessages(body: MessagesRequest): ConversationView {
   return view;
 }
 
-function usage(outputTokens: number) {
-  return { input_tokens: 10, output_tokens: outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+/** The Messages API's usage: `input_tokens` is the uncached part; output grows while streaming. */
+function usage(scripted: ScriptedUsage, outputTokens: number) {
+  return { input_tokens: scripted.input, output_tokens: outputTokens, cache_creation_input_tokens: scripted.cacheWrite, cache_read_input_tokens: scripted.cacheRead };
 }
 
 export async function answerMessages(res: ServerResponse, body: MessagesRequest, reply: Reply): Promise<void> {
@@ -58,22 +61,31 @@ export async function answerMessages(res: ServerResponse, body: MessagesRequest,
 
   if (body.stream !== true) {
     const content =
-      reply.kind === "tool_call" ? [{ type: "tool_use", id: toolUseId, name: reply.tool.name, input: reply.arguments }] : [{ type: "text", text }];
+      reply.kind === "tool_call"
+        ? [...(reply.note ? [{ type: "text", text: reply.note }] : []), { type: "tool_use", id: toolUseId, name: reply.tool.name, input: reply.arguments }]
+        : [{ type: "text", text }];
     if (reply.kind !== "title") await pauseFor(reply.thinkMs);
-    sendJson(res, 200, { id, type: "message", role: "assistant", model, content, stop_reason: stopReason, stop_sequence: null, usage: usage(5) });
+    sendJson(res, 200, { id, type: "message", role: "assistant", model, content, stop_reason: stopReason, stop_sequence: null, usage: usage(reply.usage, reply.usage.output) });
     return;
   }
 
   const sse = new SseStream(res);
   const paceMs = reply.kind === "title" ? 0 : reply.paceMs;
   if (reply.kind !== "title") await sse.pause(reply.thinkMs);
-  sse.send({ type: "message_start", message: { id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: usage(1) } }, "message_start");
+  sse.send({ type: "message_start", message: { id, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: usage(reply.usage, 1) } }, "message_start");
+  let index = 0;
+  if (reply.kind === "tool_call" && reply.note) {
+    sse.send({ type: "content_block_start", index, content_block: { type: "text", text: "" } }, "content_block_start");
+    sse.send({ type: "content_block_delta", index, delta: { type: "text_delta", text: reply.note } }, "content_block_delta");
+    sse.send({ type: "content_block_stop", index }, "content_block_stop");
+    index += 1;
+  }
   if (reply.kind === "tool_call") {
-    sse.send({ type: "content_block_start", index: 0, content_block: { type: "tool_use", id: toolUseId, name: reply.tool.name, input: {} } }, "content_block_start");
+    sse.send({ type: "content_block_start", index, content_block: { type: "tool_use", id: toolUseId, name: reply.tool.name, input: {} } }, "content_block_start");
     const json = JSON.stringify(reply.arguments);
     // Partial JSON arrives in pieces, as from the real API.
     for (let i = 0; i < json.length; i += 16) {
-      sse.send({ type: "content_block_delta", index: 0, delta: { type: "input_json_delta", partial_json: json.slice(i, i + 16) } }, "content_block_delta");
+      sse.send({ type: "content_block_delta", index, delta: { type: "input_json_delta", partial_json: json.slice(i, i + 16) } }, "content_block_delta");
       await sse.pause(paceMs);
     }
   } else {
@@ -83,8 +95,8 @@ export async function answerMessages(res: ServerResponse, body: MessagesRequest,
       await sse.pause(paceMs);
     }
   }
-  sse.send({ type: "content_block_stop", index: 0 }, "content_block_stop");
-  sse.send({ type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: 5 } }, "message_delta");
+  sse.send({ type: "content_block_stop", index }, "content_block_stop");
+  sse.send({ type: "message_delta", delta: { stop_reason: stopReason, stop_sequence: null }, usage: { output_tokens: reply.usage.output } }, "message_delta");
   sse.send({ type: "message_stop" }, "message_stop");
   sse.end();
 }

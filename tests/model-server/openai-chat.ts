@@ -2,7 +2,7 @@
 // `@ai-sdk/openai-compatible` provider uses it: streamed chunks, tool calls as
 // `delta.tool_calls` with the arguments in pieces, then `data: [DONE]`.
 import type { ServerResponse } from "node:http";
-import { chunkText, type ConversationView, type JsonSchema, type Reply } from "./script.js";
+import { chunkText, type ConversationView, type JsonSchema, type Reply, type ScriptedUsage } from "./script.js";
 import { newId, sendJson, SseStream } from "./sse.js";
 
 interface ChatMessage {
@@ -39,7 +39,18 @@ export function viewChat(body: ChatRequest): ConversationView {
   return view;
 }
 
-const USAGE = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+/** Chat Completions usage: `prompt_tokens` includes the cached ones, `completion_tokens` the reasoning. */
+function usageOf(u: ScriptedUsage) {
+  const prompt = u.input + u.cacheRead + u.cacheWrite;
+  const completion = u.output + u.reasoning;
+  return {
+    prompt_tokens: prompt,
+    completion_tokens: completion,
+    total_tokens: prompt + completion,
+    prompt_tokens_details: { cached_tokens: u.cacheRead },
+    completion_tokens_details: { reasoning_tokens: u.reasoning },
+  };
+}
 
 export async function answerChat(res: ServerResponse, body: ChatRequest, reply: Reply): Promise<void> {
   const model = body.model ?? "fake-model";
@@ -57,7 +68,7 @@ export async function answerChat(res: ServerResponse, body: ChatRequest, reply: 
       reply.kind === "tool_call"
         ? { role: "assistant", content: null, tool_calls: [{ id: callId, type: "function", function: { name: reply.tool.name, arguments: args } }] }
         : { role: "assistant", content: reply.text };
-    sendJson(res, 200, { id, object: "chat.completion", created, model, choices: [{ index: 0, message, finish_reason: finishReason }], usage: USAGE });
+    sendJson(res, 200, { id, object: "chat.completion", created, model, choices: [{ index: 0, message, finish_reason: finishReason }], usage: usageOf(reply.usage) });
     return;
   }
 
@@ -78,7 +89,7 @@ export async function answerChat(res: ServerResponse, body: ChatRequest, reply: 
       await sse.pause(paceMs);
     }
   }
-  chunk({}, finishReason, { usage: USAGE });
+  chunk({}, finishReason, { usage: usageOf(reply.usage) });
   sse.send("[DONE]");
   sse.end();
 }

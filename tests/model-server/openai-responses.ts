@@ -2,7 +2,7 @@
 // takes each finished item from `response.output_item.done` and ends the turn on
 // `response.completed`.
 import type { ServerResponse } from "node:http";
-import { chunkText, type ConversationView, type JsonSchema, type Reply } from "./script.js";
+import { chunkText, type ConversationView, type JsonSchema, type Reply, type ScriptedUsage } from "./script.js";
 import { newId, sendJson, SseStream } from "./sse.js";
 
 interface InputItem {
@@ -43,7 +43,12 @@ export function viewResponses(body: ResponsesRequest): ConversationView {
   return view;
 }
 
-const USAGE = { input_tokens: 10, input_tokens_details: { cached_tokens: 0 }, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 15 };
+/** The Responses API's usage: `input_tokens` includes the cached ones, `output_tokens` the reasoning. */
+function usageOf(u: ScriptedUsage) {
+  const input = u.input + u.cacheRead + u.cacheWrite;
+  const output = u.output + u.reasoning;
+  return { input_tokens: input, input_tokens_details: { cached_tokens: u.cacheRead }, output_tokens: output, output_tokens_details: { reasoning_tokens: u.reasoning }, total_tokens: input + output };
+}
 
 function finishedItem(reply: Reply, itemId: string, callId: string): Record<string, unknown> {
   if (reply.kind === "tool_call" && reply.tool.type === "local_shell") {
@@ -67,7 +72,7 @@ export async function answerResponses(res: ServerResponse, body: ResponsesReques
 
   if (body.stream !== true) {
     await new Promise((resolve) => setTimeout(resolve, thinkMs));
-    sendJson(res, 200, { ...response("completed", [item]), usage: USAGE });
+    sendJson(res, 200, { ...response("completed", [item]), usage: usageOf(reply.usage) });
     return;
   }
 
@@ -99,6 +104,6 @@ export async function answerResponses(res: ServerResponse, body: ResponsesReques
     send("response.content_part.done", { item_id: itemId, output_index: 0, content_index: 0, part: { ...part, text: reply.text } });
   }
   send("response.output_item.done", { output_index: 0, item });
-  send("response.completed", { response: { ...response("completed", [item]), usage: USAGE } });
+  send("response.completed", { response: { ...response("completed", [item]), usage: usageOf(reply.usage) } });
   sse.end();
 }

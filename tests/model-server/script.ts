@@ -9,22 +9,52 @@
 //       last tool result
 // THINK milliseconds before the first byte of every answer to this prompt
 // PACE  milliseconds between streamed chunks (default DEFAULT_PACE_MS)
+// NOTE  text the model says before each tool call, in the same answer (Claude Code then
+//       records the answer as two lines with one message id; other APIs leave it out)
+// USAGE the token usage every answer to this prompt reports, as `in=N out=N cache_read=N
+//       cache_write=N reasoning=N` (any subset; `in` is the uncached input); default
+//       DEFAULT_USAGE, so records without the directive stay what they were
 
 const DEFAULT_PACE_MS = 10;
 
+/** What one model call reports using: each API spells it its own way from these. */
+export interface ScriptedUsage {
+  /** Input tokens neither read from nor written to the prompt cache. */
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  reasoning: number;
+}
+
+const DEFAULT_USAGE: ScriptedUsage = { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, reasoning: 0 };
+
+const USAGE_KEYS: Record<string, keyof ScriptedUsage> = { in: "input", out: "output", cache_read: "cacheRead", cache_write: "cacheWrite", reasoning: "reasoning" };
+
+function parseUsage(value: string): ScriptedUsage {
+  const usage = { ...DEFAULT_USAGE };
+  for (const [, key, n] of value.matchAll(/([a-z_]+)=(\d+)/g)) {
+    const field = USAGE_KEYS[key!];
+    if (field) usage[field] = Number.parseInt(n!, 10);
+  }
+  return usage;
+}
+
 interface Directives {
   say?: string;
+  note?: string;
   run: string[];
   thinkMs: number;
   paceMs: number;
+  usage: ScriptedUsage;
   /** True when at least one directive was found. */
   scripted: boolean;
 }
 
-const KEYWORD = /(?:^|\s)(SAY|RUN|THINK|PACE):\s?/g;
+const KEYWORD = /(?:^|\s)(SAY|RUN|THINK|PACE|USAGE|NOTE):\s?/g;
 
 function parseDirectives(text: string): Directives {
-  const found: Directives = { run: [], thinkMs: 0, paceMs: DEFAULT_PACE_MS, scripted: false };
+  const found: Directives = { run: [], thinkMs: 0, paceMs: DEFAULT_PACE_MS, usage: DEFAULT_USAGE, scripted: false };
   const marks = [...text.matchAll(KEYWORD)];
   marks.forEach((mark, i) => {
     const start = (mark.index ?? 0) + mark[0].length;
@@ -44,6 +74,12 @@ function parseDirectives(text: string): Directives {
         break;
       case "PACE":
         found.paceMs = toMs(value, found.paceMs);
+        break;
+      case "NOTE":
+        found.note = value;
+        break;
+      case "USAGE":
+        found.usage = parseUsage(value);
         break;
     }
   });
@@ -81,9 +117,9 @@ export interface JsonSchema {
 }
 
 export type Reply =
-  | { kind: "text"; text: string; thinkMs: number; paceMs: number }
-  | { kind: "tool_call"; tool: ToolOffer; command: string; arguments: Record<string, unknown>; thinkMs: number; paceMs: number }
-  | { kind: "title"; text: string };
+  | { kind: "text"; text: string; thinkMs: number; paceMs: number; usage: ScriptedUsage }
+  | { kind: "tool_call"; tool: ToolOffer; command: string; arguments: Record<string, unknown>; thinkMs: number; paceMs: number; usage: ScriptedUsage; note?: string }
+  | { kind: "title"; text: string; usage: ScriptedUsage };
 
 /** Names a shell tool goes by, best first; anything else matching /shell|bash|exec/ comes after. */
 const SHELL_TOOL_NAMES = ["Bash", "bash", "shell_command", "shell", "exec_command", "local_shell"];
@@ -134,28 +170,30 @@ export function planReply(view: ConversationView): Reply {
   const last = view.userTurns.at(-1);
   if (view.tools.length === 0) {
     const wantsJson = /json/i.test(view.systemText) || /json/i.test(last?.text ?? "");
-    return { kind: "title", text: wantsJson ? JSON.stringify({ title: "Scripted test task" }) : "Scripted test task" };
+    return { kind: "title", text: wantsJson ? JSON.stringify({ title: "Scripted test task" }) : "Scripted test task", usage: DEFAULT_USAGE };
   }
   const scriptedAt = view.userTurns.findLastIndex((turn) => parseDirectives(turn.text).scripted);
   const later = view.userTurns.slice(scriptedAt + 1);
   // CLIs add their own user messages (Codex's `<environment_context>`); a later message that is
   // a person's prompt without directives gets a plain answer instead of replaying an old script.
   if (scriptedAt < 0 || later.some((turn) => !isContextMessage(turn.text))) {
-    return { kind: "text", text: "OK", thinkMs: 0, paceMs: DEFAULT_PACE_MS };
+    return { kind: "text", text: "OK", thinkMs: 0, paceMs: DEFAULT_PACE_MS, usage: DEFAULT_USAGE };
   }
   const directives = parseDirectives(view.userTurns[scriptedAt]!.text);
-  const { thinkMs, paceMs } = directives;
+  const { thinkMs, paceMs, usage } = directives;
   const step = view.userTurns.slice(scriptedAt).reduce((sum, turn) => sum + turn.toolResultsAfter, 0);
   const command = directives.run[step];
   const tool = pickShellTool(view.tools);
   if (command !== undefined && tool) {
-    return { kind: "tool_call", tool, command, arguments: shellArguments(tool, command), thinkMs, paceMs };
+    const call: Reply = { kind: "tool_call", tool, command, arguments: shellArguments(tool, command), thinkMs, paceMs, usage };
+    if (directives.note) call.note = directives.note;
+    return call;
   }
   if (command !== undefined) {
     const offered = view.tools.map((t) => t.name).join(", ");
-    return { kind: "text", text: `The test model server found no shell tool among: ${offered}`, thinkMs, paceMs };
+    return { kind: "text", text: `The test model server found no shell tool among: ${offered}`, thinkMs, paceMs, usage };
   }
-  return { kind: "text", text: directives.say ?? "done", thinkMs, paceMs };
+  return { kind: "text", text: directives.say ?? "done", thinkMs, paceMs, usage };
 }
 
 /** A message a CLI writes itself: wrapped in one XML-like tag (`<environment_context>…`). */

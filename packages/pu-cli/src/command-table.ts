@@ -92,6 +92,8 @@ const COMMAND_TABLE: Readonly<Record<string, () => Promise<CommandModule>>> = {
   stats: () => import("./commands/stats.js"),
   "stats show": () => import("./commands/stats/show.js"),
   "stats prefer": () => import("./commands/stats/prefer.js"),
+  usage: () => import("./commands/usage.js"),
+  budget: () => import("./commands/budget.js"),
   web: () => import("./commands/web.js"),
   "web stop": () => import("./commands/web/stop.js"),
   "gate pre-commit": () => import("./commands/gate/pre-commit.js"),

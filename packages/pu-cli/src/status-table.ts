@@ -1,6 +1,7 @@
 import { escapeControlCharacters } from "@pu/core/names";
 import type { WorktreeEntry } from "@pu/core/manifest";
 import { statusLabel } from "@pu/core/status-label";
+import { formatCost, formatTokens } from "@pu/core/usage";
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
 import { formatDuration, paint, truncate, type Style } from "./format.js";
 
@@ -12,6 +13,8 @@ export interface StatusRow {
   status: string;
   idle: string;
   pidExit: string;
+  /** What it cost so far (`?` unpriced, `-` no record), and its budget after a slash (a column once any agent has figures). */
+  cost: string;
   /** The host it runs on, "-" for this machine (a column only when some agent runs elsewhere). */
   host: string;
   /** The agent's last non-empty screen line, shown under its row (not a column); "" for none. */
@@ -30,10 +33,11 @@ const COLUMNS: { key: Exclude<keyof StatusRow, "screen">; title: string; max?: n
   { key: "host", title: "HOST", max: 20 },
   { key: "status", title: "STATUS" },
   { key: "idle", title: "IDLE" },
+  { key: "cost", title: "COST" },
   { key: "pidExit", title: "PID/EXIT" },
 ];
 
-const STATUS_STYLE: Record<string, Style> = { streaming: "green", waiting: "yellow", broken: "red" };
+const STATUS_STYLE: Record<string, Style> = { streaming: "green", waiting: "yellow", broken: "red", budget: "red" };
 
 type WorktreeShown = Pick<WorktreeEntry, "id" | "name" | "status" | "createdAt"> & { agents: Record<string, AgentView> };
 
@@ -55,11 +59,21 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
     type: agent.agentType,
     status: statusLabel(agent),
     host: agent.host ?? "-",
+    cost: costCell(agent),
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
     // "exit 143" is kept for real failures; pu's own stop after the work is said as such.
     pidExit: finishedByPu(agent) ? `stopped by ${agent.finishedBy}` : pidOrExit(agent),
     screen: agent.lastScreenLine ?? "",
   };
+}
+
+function costCell(agent: AgentView): string {
+  const spent = agent.usage ? formatCost(agent.usage.costUsd) : "-";
+  const budget = agent.budget;
+  if (!budget || (budget.maxCost === undefined && budget.maxTokens === undefined)) return spent;
+  if (budget.maxCost !== undefined) return `${spent}/${formatCost(budget.maxCost)}`;
+  const tokens = agent.usage ? agent.usage.input + agent.usage.cacheRead + agent.usage.cacheWrite + agent.usage.output : 0;
+  return `${spent} (${formatTokens(tokens)}/${formatTokens(budget.maxTokens!)} tok)`;
 }
 
 /**
@@ -86,7 +100,7 @@ export function statusRows(report: StatusReport): StatusRow[] {
     const host = (wt as { host?: string }).host ?? "-";
     const agents = Object.values(wt.agents).sort(byStart);
     if (agents.length === 0) {
-      rows.push({ worktree: label, agent: "-", name: "-", type: "-", host, status: "-", idle: "-", pidExit: "-", screen: "" });
+      rows.push({ worktree: label, agent: "-", name: "-", type: "-", host, status: "-", idle: "-", cost: "-", pidExit: "-", screen: "" });
     }
     for (const agent of agents) rows.push(agentRow(label, agent));
   }
@@ -100,7 +114,7 @@ export function statusRows(report: StatusReport): StatusRow[] {
 export function renderStatusTable(report: StatusReport, { color = false, width = DEFAULT_TABLE_WIDTH }: { color?: boolean; width?: number } = {}): string {
   const rows = statusRows(report);
   if (rows.length === 0) return `no agents in ${report.projectRoot}; start one with \`pu spawn "PROMPT"\`\n`;
-  const columns = rows.some((r) => r.host !== "-") ? COLUMNS : COLUMNS.filter((c) => c.key !== "host");
+  const columns = COLUMNS.filter((c) => (c.key !== "host" || rows.some((r) => r.host !== "-")) && (c.key !== "cost" || rows.some((r) => r.cost !== "-")));
   const cells = rows.map((row) => columns.map((c) => (c.max ? truncate(row[c.key], c.max) : escapeControlCharacters(row[c.key]))));
   const widths = columns.map((c, i) => Math.max(c.title.length, ...cells.map((r) => r[i]!.length)));
   const line = (values: string[], styleOf: (i: number, v: string) => Style | undefined) =>

@@ -43,6 +43,12 @@ export interface AgentTypeDescriptor {
    * are a burst, and Enter within 120 ms after one inserts a newline).
    */
   submitPauseMs?: number;
+  /**
+   * What a person presses to stop the turn in progress (a budget interrupt sends it). OpenCode
+   * asks for Escape twice; a second Escape at Claude's or Codex's idle prompt would open their
+   * history instead, so they get one.
+   */
+  interruptKeys?: string[];
 }
 
 /** The pause before Enter for types that do not name one. */
@@ -58,6 +64,7 @@ const BUILTIN_DESCRIPTORS = {
     sessionIdArgs: ["--session-id", SESSION_ID_PLACEHOLDER],
     planModeArgs: ["--permission-mode", "plan"],
     unattendedArgs: ["--dangerously-skip-permissions"],
+    interruptKeys: ["\x1b"],
   },
   codex: {
     displayName: "Codex",
@@ -67,6 +74,7 @@ const BUILTIN_DESCRIPTORS = {
     resumeArgs: ["resume", "--last"],
     unattendedArgs: ["--dangerously-bypass-approvals-and-sandbox"],
     submitPauseMs: 250,
+    interruptKeys: ["\x1b"],
   },
   opencode: {
     displayName: "OpenCode",
@@ -75,6 +83,7 @@ const BUILTIN_DESCRIPTORS = {
     promptFlag: "--prompt",
     resume: "last",
     resumeArgs: ["--continue"],
+    interruptKeys: ["\x1b", "\x1b"],
   },
   terminal: {
     displayName: "Terminal",
@@ -105,6 +114,11 @@ export function submitPauseMs(name: string): number {
 }
 
 /** pu chooses this type's session id at start (it is needed to resume it). */
+/** The keys that interrupt a turn of this type; Ctrl-C for a shell or a command pu does not know. */
+export function interruptKeysOf(name: string): string[] {
+  return agentTypeDescriptor(name)?.interruptKeys ?? ["\x03"];
+}
+
 export function usesSessionId(name: string): boolean {
   return agentTypeDescriptor(name)?.resume === "session-id";
 }

@@ -79,6 +79,22 @@ const PlanConfigSchema = z.object({
 });
 export type PlanConfig = z.infer<typeof PlanConfigSchema>;
 
+/** USD per million tokens for one model; cache prices default to the input price. */
+const ModelPriceSchema = z.object({
+  input: z.number().min(0),
+  output: z.number().min(0),
+  cacheRead: z.number().min(0).optional(),
+  cacheWrite: z.number().min(0).optional(),
+});
+export type ModelPrice = z.infer<typeof ModelPriceSchema>;
+
+/** A spending limit: tokens (everything the provider reported) and/or US dollars. */
+const BudgetLimitSchema = z.object({
+  maxTokens: z.number().int().positive().optional(),
+  maxCost: z.number().positive().optional(),
+});
+export type BudgetLimit = z.infer<typeof BudgetLimitSchema>;
+
 const RawConfigSchema = z.looseObject({
   defaultAgent: z.string().min(1).default("claude"),
   envFiles: z.array(z.string()).default([]),
@@ -99,6 +115,9 @@ const RawConfigSchema = z.looseObject({
       hungAfterMinutes: z.number().positive().optional(),
     })
     .optional(),
+  /** Per-model price overrides (or prices for models the built-in table lacks). */
+  prices: z.record(z.string().min(1), ModelPriceSchema).default({}),
+  budgets: z.object({ daily: BudgetLimitSchema.optional() }).optional(),
 });
 
 const AgentTypeConfigSchema = z.object({
@@ -119,6 +138,8 @@ export const ConfigSchema = z.object({
   defaultTrigger: z.string().optional(),
   plan: PlanConfigSchema,
   queue: z.object({ maxParallel: z.number().optional(), maxPerProject: z.number().optional(), hungAfterMinutes: z.number().optional() }).optional(),
+  prices: z.record(z.string(), ModelPriceSchema),
+  budgets: z.object({ daily: BudgetLimitSchema.optional() }).optional(),
 });
 export type Config = z.infer<typeof ConfigSchema>;
 
@@ -156,6 +177,15 @@ outputBufferBytes: ${DEFAULT_OUTPUT_BUFFER_BYTES}
 #     resumeArgs: [--restore-chat-history]
 #   claude:
 #     launchArgs: [--model, opus]
+
+# Prices in US dollars per million tokens, for models pu's built-in table lacks or to
+# override it (cache prices default to the input price). \`pu usage\` shows the cost.
+# prices:
+#   my-local-model: { input: 0.5, output: 1.5, cacheRead: 0.05, cacheWrite: 0.6 }
+
+# A daily budget for the whole project (UTC days): once spent, the queue pauses.
+# budgets:
+#   daily: { maxCost: 20, maxTokens: 50000000 }
 `;
 
 function configError(filePath: string, detail: string, cause?: unknown): PuError {
@@ -207,7 +237,9 @@ export function parseConfig(text: string, filePath: string, env: NodeJS.ProcessE
     idleThresholdSeconds: rawConfig.idleThresholdSeconds,
     outputBufferBytes: rawConfig.outputBufferBytes,
     plan: rawConfig.plan,
+    prices: rawConfig.prices,
   };
+  if (rawConfig.budgets !== undefined) config.budgets = rawConfig.budgets;
   if (rawConfig.defaultTrigger !== undefined) config.defaultTrigger = rawConfig.defaultTrigger;
   if (rawConfig.queue !== undefined) config.queue = rawConfig.queue;
   return config;

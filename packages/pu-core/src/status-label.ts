@@ -12,6 +12,8 @@ export interface StatusLabelInputs {
   finishedBy?: string | null | undefined;
   /** An agent on a host that does not answer now: what it shows is as last seen. */
   hostState?: "connected" | "unreachable" | undefined;
+  /** Set when pu interrupted the agent for crossing its budget (until the budget is raised). */
+  budget?: { exceededAt?: string | undefined } | undefined;
 }
 
 /**
@@ -31,6 +33,7 @@ export function withHostState(label: string, hostState: StatusLabelInputs["hostS
 
 function localStatusLabel(agent: StatusLabelInputs): string {
   if (agent.suspended) return `${agent.status} (benched)`;
+  if (agent.budget?.exceededAt && agent.status !== "broken") return "budget";
   if (agent.status === "broken" && agent.finishedBy) return "broken (done)";
   if (agent.status === "broken" && agent.exitCode === 0) return "broken (exited 0)";
   if (agent.status === "waiting" && agent.waitingReason === "turn_end") return "waiting (done)";

@@ -15,6 +15,8 @@ import { PlanService } from "./orchestration/plans/plan-service.js";
 import { recoverProjects } from "./recovery.js";
 import { EngineState } from "./state.js";
 import { StatusWatch } from "./status-watch.js";
+import { UsageService } from "./usage/usage-service.js";
+import { ownedWorkIn } from "./services.js";
 import { QueueService } from "./orchestration/queue/queue-service.js";
 import { Scheduler } from "./automation/schedules.js";
 import { TriggerRunner } from "./automation/triggers.js";
@@ -118,6 +120,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
   let queue: QueueService | undefined;
   let groups: GroupService | undefined;
   let hostLinks: HostLinks | undefined;
+  let usageService: UsageService | undefined;
   try {
     log = openDaemonLog(logPath(home));
     log.event("start", { home, daemonVersion: DAEMON_VERSION, protocolVersion: PROTOCOL_VERSION, node: process.version });
@@ -150,14 +153,23 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const remote = new RemoteAgentService(home, hostService, hostLinks, log);
     await remote.load();
     // Status streams carry the hosts' agents too, and hear when a host's report changes.
-    statusWatch.setOverlay((report) => remote.overlay(report));
+    // Usage: read from the agent CLIs' records; each status report carries every agent's figures.
+    const usage = new UsageService(state, log);
+    usageService = usage;
+    usage.setOwnerLookup((root, agentId) => {
+      const owner = ownedWorkIn({ queue: workQueue, groups: groupService, plans: planService }, root).agent(agentId);
+      return owner ? { kind: owner.kind, id: owner.id } : undefined;
+    });
+    usage.onChange((root) => statusWatch!.externalChange(root, []));
+    usage.start();
+    statusWatch.setOverlay((report) => usage.decorate(remote.overlay(report)));
     remote.onChange((root, changes) => statusWatch!.externalChange(root, changes));
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), automation: new AutomationService(state), daemon: new DaemonService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService, hosts: hostService, remote }),
+      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), automation: new AutomationService(state), daemon: new DaemonService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService, hosts: hostService, remote, usage }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();
@@ -221,6 +233,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
           activeLog.event("server_close_failed", { error: err });
         }
         const result = await stopAgents([...state.sessions.values()], "shutdown", STOP_GRACE_MS);
+        // After the agents: their CLIs' last records are read and kept.
+        await usageService?.stop();
         statusWatch.dispose();
         for (const live of state.sessions.values()) live.session.dispose();
         state.sessions.clear();

@@ -43,6 +43,7 @@ import { handleQueueCollection, handleQueuePause, handleQueueStatus } from "./ha
 import { handleGroupCancel, handleGroupDiff, handleGroupList, handleGroupPick, handleGroupRun, handleGroupStatus } from "./handlers/groups.js";
 import { handleReviewApprove, handleReviewList, handleReviewReject } from "./handlers/reviews.js";
 import { handleStats, handleStatsPrefer } from "./handlers/stats.js";
+import { handleBudget, handleUsage } from "./handlers/usage.js";
 import { handleTicketCancel, handleTicketCreate, handleTicketList, handleTicketShow } from "./handlers/tickets.js";
 import type { EngineServices } from "./services.js";
 import type { EngineState } from "./state.js";
@@ -106,6 +107,8 @@ export function createHandlers(services: EngineServices): HandlerTable {
     host_remove: (req) => handleHostRemove(services, req),
     host_check: (req) => handleHostCheck(services, req),
     host_install: (req) => handleHostInstall(services, req),
+    usage: (req) => handleUsage(services, req),
+    budget: (req) => handleBudget(services, req),
     group_run: (req) => handleGroupRun(services, req),
     group_list: (req) => handleGroupList(services, req),
     group_status: (req) => handleGroupStatus(services, req),

@@ -13,6 +13,7 @@ import type { PlanService } from "./orchestration/plans/plan-service.js";
 import type { EngineState } from "./state.js";
 import type { QueueService } from "./orchestration/queue/queue-service.js";
 import type { StatusWatch } from "./status-watch.js";
+import type { UsageService } from "./usage/usage-service.js";
 import type { WorktreeService } from "./worktrees/worktree-service.js";
 
 export interface EngineServices {
@@ -28,6 +29,8 @@ export interface EngineServices {
   hosts: HostService;
   /** Agents and worktrees placed on hosts: requests about their ids are routed there. */
   remote: RemoteAgentService;
+  /** Tokens and cost from the agent CLIs' records; budgets. */
+  usage: UsageService;
 }
 
 /** Who owns what in a project now (tickets in flight, groups not finished, running plans): asked by `pu clean` and `pu kill`. */

@@ -11,6 +11,7 @@ import * as groups from "./requests/groups.js";
 import * as hosts from "./requests/hosts.js";
 import * as plans from "./requests/plans.js";
 import * as queue from "./requests/queue.js";
+import * as usage from "./requests/usage.js";
 import * as worktrees from "./requests/worktrees.js";
 
 export { DefinitionKindSchema } from "./fields.js";
@@ -22,7 +23,9 @@ export type * from "./requests/groups.js";
 export type * from "./requests/hosts.js";
 export type * from "./requests/plans.js";
 export type * from "./requests/queue.js";
+export type * from "./requests/usage.js";
 export type * from "./requests/worktrees.js";
+export { USAGE_GROUPINGS } from "./requests/usage.js";
 
 // Bumped on any incompatible change to a request, reply or event shape.
 export const PROTOCOL_VERSION = 1;
@@ -92,6 +95,8 @@ export const RequestSchemas = {
   host_remove: hosts.HostRemoveRequest,
   host_check: hosts.HostCheckRequest,
   host_install: hosts.HostInstallRequest,
+  usage: usage.UsageRequest,
+  budget: usage.BudgetRequest,
 };
 
 type AnyRequestSchema = (typeof RequestSchemas)[keyof typeof RequestSchemas];
@@ -111,6 +116,7 @@ export type ResultMap = daemon.DaemonResults &
   plans.PlansResults &
   groups.GroupsResults &
   hosts.HostsResults &
+  usage.UsageResults &
   queue.QueueResults;
 export type ResultOf<T extends RequestType> = ResultMap[T];
 

@@ -1,6 +1,7 @@
 import { Command, Option } from "../clipanion.js";
 import type { RequestFields } from "@pu/ipc/protocol";
 import { withDaemon } from "../daemon-client.js";
+import { positiveNumberOption, wholeNumberOption } from "../number-options.js";
 import { PuCommand } from "../pu-command.js";
 import { readFileOption } from "../read-file-option.js";
 import { CliUsageError } from "../usage-error.js";
@@ -49,6 +50,7 @@ export default class SpawnCommand extends PuCommand {
       ["Give the agent an environment variable", '$0 spawn "Run the migration" --env DATABASE_URL=postgres://localhost/dev'],
       ["Run Claude on another machine (pu host add gpu-box …)", '$0 spawn "Fix the flaky test" --agent claude --on gpu-box'],
       ["Run an arbitrary command", '$0 spawn --command "pnpm test --watch" --root'],
+      ["Stop its turn once it has spent $2 (or 3 million tokens)", '$0 spawn "Port the parser" --agent codex --max-cost 2 --max-tokens 3000000'],
       ["Pass extra arguments to the agent", '$0 spawn "Plan the refactor" --agent claude -- --model opus'],
     ],
   });
@@ -68,6 +70,8 @@ export default class SpawnCommand extends PuCommand {
   noTrigger = Option.Boolean("--no-trigger", false, { description: "Do not bind the default trigger" });
   plan = Option.Boolean("--plan", false, { description: "Start the agent in plan mode" });
   on = Option.String("--on", { description: "Run the agent on this host (pu host add), in the project's mirror there" });
+  maxTokens = Option.String("--max-tokens", { description: "Budget: interrupt the agent's turn once its tokens (input, cache, output) reach N" });
+  maxCost = Option.String("--max-cost", { description: "Budget: interrupt the agent's turn once it has cost this many US dollars" });
   yolo = Option.Boolean("--yolo", false, { description: "Launch mode yolo: the agent type's unattended flags (Claude's skip-permissions, Codex's bypass)" });
   /** Arguments after `--`, set by `main` (see `acceptsPassThrough`). */
   passThrough: string[] = [];
@@ -97,6 +101,10 @@ export default class SpawnCommand extends PuCommand {
     if (this.trigger !== undefined) fields.trigger = this.trigger;
     if (this.noTrigger) fields.noTrigger = true;
     if (this.on !== undefined) fields.on = this.on;
+    const maxTokens = wholeNumberOption("--max-tokens", this.maxTokens, 1);
+    const maxCost = positiveNumberOption("--max-cost", this.maxCost);
+    if (maxTokens !== undefined) fields.maxTokens = maxTokens;
+    if (maxCost !== undefined) fields.maxCost = maxCost;
     if (this.passThrough.length > 0) fields.extraArgs = this.passThrough;
     if (process.env.PU_AGENT_ID) fields.callerAgentId = process.env.PU_AGENT_ID;
     // Start the PTY at the size of the terminal the user will most likely attach from.

@@ -4,6 +4,7 @@ import { z } from "zod";
 import type { AgentEntry, AgentStatus, WorktreeEntry } from "@pu/core/manifest";
 import type { WaitingReason } from "@pu/core/status";
 import type { WorkOwnerView } from "./worktrees.js";
+import type { AgentBudgetView, UsageFigures } from "./usage.js";
 import { Bytes, ProjectRoot, AgentId, Name, Vars, Text, TerminalSide, req } from "../fields.js";
 
 export const SpawnRequest = req("spawn", {
@@ -36,6 +37,10 @@ export const SpawnRequest = req("spawn", {
    * project's env files, sent by a control plane that placed the agent on this host.
    */
   files: z.array(z.object({ path: z.string().min(1).max(1024), data: Bytes })).max(64).optional(),
+  /** Budget: pu interrupts the agent's turn once its tokens (all the provider reported) reach this. */
+  maxTokens: z.number().int().positive().optional(),
+  /** Budget in US dollars, at the prices pu knows (`prices` in config). */
+  maxCost: z.number().positive().max(1_000_000).optional(),
 });
 export const StatusRequest = req("status", { projectRoot: ProjectRoot, agentId: AgentId.optional() });
 export const SubscribeStatusRequest = req("subscribe_status", { projectRoot: ProjectRoot });
@@ -101,6 +106,9 @@ export type AgentView = AgentEntry & {
   /** Whether that host answered now; when `unreachable`, everything else is as last seen (`hostSeenAt`). */
   hostState?: "connected" | "unreachable";
   hostSeenAt?: string | null;
+  /** Tokens and cost its CLI recorded; null when pu found no record of them (unknown, not 0). */
+  usage?: UsageFigures | null;
+  budget?: AgentBudgetView;
 };
 // Not Omit<WorktreeEntry, "agents">: the entry type keeps unknown keys (an index
 // signature), and Omit over an index signature erases the named fields.

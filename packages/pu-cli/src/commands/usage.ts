@@ -1,0 +1,59 @@
+import { Command, Option } from "../clipanion.js";
+import { formatCost, formatTokens } from "@pu/core/usage";
+import { USAGE_GROUPINGS, type UsageGrouping, type UsageRow } from "@pu/ipc/protocol";
+import { withDaemon } from "../daemon-client.js";
+import { columnLines } from "../definition-commands.js";
+import { PuCommand } from "../pu-command.js";
+import { CliUsageError } from "../usage-error.js";
+
+/** `--since 7d`, `--since 2026-11-01`, `--since today`: the first UTC day counted. */
+export function sinceDay(raw: string | undefined, now = new Date()): string | undefined {
+  if (raw === undefined) return undefined;
+  if (/^\d{4}-\d{2}-\d{2}$/.test(raw) && !Number.isNaN(Date.parse(`${raw}T00:00:00Z`))) return raw;
+  if (raw === "today") return now.toISOString().slice(0, 10);
+  const days = /^(\d+)d$/.exec(raw);
+  if (days) return new Date(now.getTime() - (Number(days[1]) - 1) * 86_400_000).toISOString().slice(0, 10);
+  throw new CliUsageError(`--since expects a day (2026-11-01), "today" or a number of days (7d), got "${raw}"`);
+}
+
+export default class UsageCommand extends PuCommand {
+  static override paths = [["usage"]];
+  static override usage = Command.Usage({
+    description: "Tokens and cost of the project's agents, alive or gone, read from the agent CLIs' own records",
+    details: `
+      Claude Code, Codex and OpenCode record what each model call used; pu reads those records for
+      every agent it started and keeps the figures in \`.pu/usage.json\` (they survive \`pu kill\`,
+      \`pu clean\` and restarts). Cost is at the prices of pu's offline table or the project's
+      \`prices\` in \`.pu/config.yaml\`; \`?\` means a model has no price. Agents whose program
+      left nothing to read (a shell, a custom command) are counted as unknown, never as 0.
+    `,
+    examples: [
+      ["Per agent", "$0 usage"],
+      ["Per model over the last 7 days", "$0 usage --by model --since 7d"],
+      ["Per ticket, as JSON", "$0 usage --by ticket --json"],
+    ],
+  });
+
+  by = Option.String("--by", "agent", { description: `Rows per ${USAGE_GROUPINGS.join(", ")}` });
+  since = Option.String("--since", { description: "From this UTC day on: YYYY-MM-DD, today, or Nd (the last N days)" });
+
+  async run(): Promise<number> {
+    if (!(USAGE_GROUPINGS as readonly string[]).includes(this.by)) throw new CliUsageError(`--by expects one of ${USAGE_GROUPINGS.join(", ")}, got "${this.by}"`);
+    const by = this.by as UsageGrouping;
+    const since = sinceDay(this.since);
+    const projectRoot = this.projectRoot();
+    const result = await withDaemon((client) => client.request("usage", { projectRoot, by, ...(since ? { since } : {}) }));
+    return this.report.result(result, (out) => {
+      if (result.rows.length === 0) out.line(since ? `no usage recorded since ${since}` : "no usage recorded yet");
+      else {
+        const cells = (r: UsageRow) => [formatTokens(r.input), formatTokens(r.cacheRead), formatTokens(r.cacheWrite), formatTokens(r.output), String(r.calls), formatCost(r.costUsd)];
+        const head = by === "agent" ? ["AGENT", "NAME", "TYPE"] : [by.toUpperCase()];
+        const lead = (r: UsageRow) => (by === "agent" ? [r.key, r.label, r.agentType ?? ""] : [r.key]);
+        const rows = result.rows.map((r) => [...lead(r), ...cells(r)]);
+        rows.push([...(by === "agent" ? ["total", "", ""] : ["total"]), ...cells(result.total)]);
+        for (const line of columnLines([...head, "INPUT", "CACHE READ", "CACHE WRITE", "OUTPUT", "CALLS", "COST"], rows)) out.line(line);
+      }
+      if (result.unknownAgents > 0) out.line(`${result.unknownAgents} agent${result.unknownAgents === 1 ? "" : "s"} left no usage record (unknown, not counted)`);
+    });
+  }
+}

@@ -1,0 +1,478 @@
+/**
+ * Tokens and cost of every agent, read from the agent CLIs' own records (record-sources.ts),
+ * kept in the project's `.pu/usage.json`, and budgets enforced on them. Reading is a poll
+ * (one `stat` per record per second while the agent runs) off the data path: a busy agent's
+ * output never waits for it.
+ *
+ * A budget is crossed when the tokens the provider reported (input, cache read and write,
+ * output) or their cost reach the limit; pu then interrupts the turn the way a person would
+ * (the CLI's own interrupt key), keeps the agent and its worktree, and refuses `pu send` until
+ * the budget is raised (`pu budget`).
+ */
+import { loadConfig, type BudgetLimit } from "@pu/core/config";
+import { PuError } from "@pu/core/errors";
+import { readTextIfExists, LockedFile } from "@pu/core/locked-file";
+import { interruptKeysOf } from "@pu/core/agent-types";
+import { ZERO_TOKENS, addTokens, budgetTokens, splitTallyKey, type TokenCounts, type UsageTally } from "@pu/core/usage";
+import { emptyUsageFile, parseUsageFile, usageFilePath, type AgentBudget, type AgentUsage, type UsageFile, type UsageOwner } from "@pu/core/usage-file";
+import type { AgentUsageView, StatusReport, UsageRow, UsageResult, UsageGrouping } from "@pu/ipc/protocol";
+import type { DaemonLog } from "../daemon-log.js";
+import type { EngineState } from "../state.js";
+import { buildEnv } from "../agents/launch-command.js";
+import { PriceBook } from "./prices.js";
+import {
+  OpenCodeDatabase,
+  START_SLACK_MS,
+  claudeRecordFile,
+  claudeSource,
+  codexDayFolders,
+  codexHomeOf,
+  codexRolloutMeta,
+  codexSource,
+  openCodeDatabaseFile,
+  openCodeSource,
+  ownerByStart,
+  rolloutFiles,
+  type RecordSource,
+  type RecordedAgent,
+} from "./record-sources.js";
+
+const POLL_MS = 1_000;
+/** Looking for a record not found yet (a directory listing, a query): at most this often per agent. */
+const DISCOVER_MS = 3_000;
+/** Tallies reach usage.json at most this often (and when the daemon stops). */
+const PERSIST_MS = 2_000;
+/** After an agent exits its CLI may still be writing its last lines. */
+const AFTER_EXIT_MS = 3_000;
+/** Prices (config) are read again at most this often per project. */
+const PRICES_MS = 10_000;
+
+interface TrackedAgent extends RecordedAgent {
+  root: string;
+  name: string;
+  sources: Map<string, RecordSource>;
+  discoveredAt: number;
+  exitedAt?: number;
+}
+
+interface ProjectUsage {
+  file: UsageFile;
+  /** Why usage.json could not be read: reported, and never overwritten. */
+  problem?: string;
+  dirty: boolean;
+  prices?: { book: PriceBook; at: number };
+}
+
+/** The figures of a set of tallies: tokens, calls, and cost (null when a model has no price). */
+interface Totals extends TokenCounts {
+  calls: number;
+  costUsd: number | null;
+}
+
+function emptyTotals(): Totals {
+  return { ...ZERO_TOKENS, calls: 0, costUsd: 0 };
+}
+
+function addTally(totals: Totals, tally: UsageTally, prices: PriceBook, keep?: (day: string, model: string) => boolean): void {
+  for (const [key, entry] of Object.entries(tally)) {
+    const { day, model } = splitTallyKey(key);
+    if (keep && !keep(day, model)) continue;
+    addTokens(totals, entry);
+    totals.calls += entry.calls;
+    const cost = prices.cost(model, entry);
+    totals.costUsd = totals.costUsd === null || cost === null ? null : totals.costUsd + cost;
+  }
+}
+
+/** Who can tell which ticket, group or plan an agent works for (the orchestrators, wired in daemon.ts). */
+export type OwnerLookup = (root: string, agentId: string) => UsageOwner | undefined;
+
+export class UsageService {
+  private readonly tracked = new Map<string, TrackedAgent>();
+  private readonly projects = new Map<string, ProjectUsage>();
+  private readonly loading = new Map<string, Promise<ProjectUsage>>();
+  private readonly databases = new Map<string, OpenCodeDatabase>();
+  /** Codex rollouts and OpenCode sessions already given to an agent. */
+  private readonly claimed = new Set<string>();
+  private readonly file = new LockedFile();
+  private readonly unsubscribe: (() => void)[] = [];
+  private pollTimer?: NodeJS.Timeout;
+  private persistTimer?: NodeJS.Timeout;
+  private polling = false;
+  private ownerOf: OwnerLookup = () => undefined;
+  /** Told when an agent's figures or budget state change (status streams). */
+  private changed: (root: string) => void = () => undefined;
+
+  constructor(
+    private readonly state: EngineState,
+    private readonly log: DaemonLog,
+  ) {}
+
+  start(): void {
+    this.unsubscribe.push(
+      this.state.events.on("agent_started", ({ projectRoot, live, entry }) => {
+        const env = buildEnv(process.env, { agentId: entry.id, projectRoot, worktreeId: live.worktreeId, extra: entry.env });
+        this.track({
+          root: projectRoot,
+          agentId: entry.id,
+          name: entry.name,
+          agentType: entry.agentType,
+          cwd: live.cwd,
+          sessionId: entry.sessionId,
+          startedAtMs: live.startedAtMs,
+          env,
+          sources: new Map(),
+          discoveredAt: 0,
+        });
+      }),
+      this.state.events.on("agent_exit", ({ agentId }) => {
+        const agent = this.tracked.get(agentId);
+        if (agent) agent.exitedAt = Date.now();
+      }),
+    );
+    this.pollTimer = setInterval(() => void this.pollAll(), POLL_MS);
+    this.pollTimer.unref();
+    this.persistTimer = setInterval(() => void this.persistAll(), PERSIST_MS);
+    this.persistTimer.unref();
+  }
+
+  /** Which ticket, group or plan an agent belongs to (asked while it runs). */
+  setOwnerLookup(lookup: OwnerLookup): void {
+    this.ownerOf = lookup;
+  }
+
+  onChange(listener: (root: string) => void): void {
+    this.changed = listener;
+  }
+
+  async stop(): Promise<void> {
+    for (const off of this.unsubscribe) off();
+    clearInterval(this.pollTimer);
+    clearInterval(this.persistTimer);
+    await this.pollAll();
+    await this.persistAll();
+    for (const db of this.databases.values()) db.close();
+  }
+
+  private track(agent: TrackedAgent): void {
+    this.tracked.set(agent.agentId, agent);
+    void this.project(agent.root).then((project) => {
+      const entry = this.entryOf(project, agent);
+      entry.name = agent.name;
+      project.dirty = true;
+    });
+  }
+
+  private entryOf(project: ProjectUsage, agent: { agentId: string; name: string; agentType: string; startedAtMs: number }): AgentUsage {
+    const existing = project.file.agents[agent.agentId];
+    if (existing) return existing;
+    const created: AgentUsage = { name: agent.name, agentType: agent.agentType, startedAt: new Date(agent.startedAtMs).toISOString(), sources: {} };
+    project.file.agents[agent.agentId] = created;
+    return created;
+  }
+
+  /** The project's usage, read once from usage.json (a corrupt file is reported and left alone). */
+  private project(root: string): Promise<ProjectUsage> {
+    const known = this.projects.get(root);
+    if (known) return Promise.resolve(known);
+    let pending = this.loading.get(root);
+    if (!pending) {
+      pending = (async () => {
+        const path = usageFilePath(root);
+        let project: ProjectUsage;
+        try {
+          const text = await readTextIfExists(path);
+          project = { file: text === null ? emptyUsageFile() : parseUsageFile(text, path), dirty: false };
+        } catch (error) {
+          const problem = error instanceof Error ? error.message : String(error);
+          this.log.event("usage_file_unreadable", { projectRoot: root, problem });
+          project = { file: emptyUsageFile(), problem, dirty: false };
+        }
+        this.projects.set(root, project);
+        this.loading.delete(root);
+        return project;
+      })();
+      this.loading.set(root, pending);
+    }
+    return pending;
+  }
+
+  private async pricesOf(root: string, project: ProjectUsage): Promise<PriceBook> {
+    const now = Date.now();
+    if (project.prices && now - project.prices.at < PRICES_MS) return project.prices.book;
+    let overrides = {};
+    try {
+      overrides = (await loadConfig(root)).prices;
+    } catch {
+      // a broken config is reported where it is used; the table alone prices meanwhile
+    }
+    project.prices = { book: new PriceBook(overrides), at: now };
+    return project.prices.book;
+  }
+
+  private async pollAll(): Promise<void> {
+    if (this.polling) return;
+    this.polling = true;
+    try {
+      const now = Date.now();
+      const changedRoots = new Set<string>();
+      for (const agent of [...this.tracked.values()]) {
+        try {
+          if (await this.pollAgent(agent, now)) changedRoots.add(agent.root);
+        } catch (error) {
+          this.log.event("usage_read_failed", { agentId: agent.agentId, error });
+        }
+        if (agent.exitedAt !== undefined && now - agent.exitedAt > AFTER_EXIT_MS) this.tracked.delete(agent.agentId);
+      }
+      for (const root of changedRoots) this.changed(root);
+    } finally {
+      this.polling = false;
+    }
+  }
+
+  private async pollAgent(agent: TrackedAgent, now: number): Promise<boolean> {
+    if (now - agent.discoveredAt >= DISCOVER_MS) {
+      agent.discoveredAt = now;
+      await this.discover(agent);
+    }
+    let changed = false;
+    for (const source of agent.sources.values()) if (await source.poll()) changed = true;
+    const project = await this.project(agent.root);
+    const entry = this.entryOf(project, agent);
+    if (!entry.owner) {
+      const owner = this.ownerOf(agent.root, agent.agentId);
+      if (owner) {
+        entry.owner = owner;
+        project.dirty = true;
+      }
+    }
+    if (!changed) return false;
+    for (const source of agent.sources.values()) entry.sources[source.key] = source.tally();
+    project.dirty = true;
+    await this.enforceBudget(agent, project, entry);
+    return true;
+  }
+
+  private async discover(agent: TrackedAgent): Promise<void> {
+    if (agent.agentType === "claude") {
+      const file = claudeRecordFile(agent);
+      if (file && !agent.sources.has(`claude:${file}`)) agent.sources.set(`claude:${file}`, claudeSource(file));
+      return;
+    }
+    if (agent.agentType === "codex") {
+      const peers = [...this.tracked.values()].filter((a) => a.agentType === "codex" && a.cwd === agent.cwd);
+      for (const folder of codexDayFolders(codexHomeOf(agent.env), agent.startedAtMs, Date.now())) {
+        for (const file of await rolloutFiles(folder)) {
+          const key = `codex:${file}`;
+          if (this.claimed.has(key)) continue;
+          const meta = await codexRolloutMeta(file);
+          if (!meta || meta.cwd !== agent.cwd || meta.startedMs < agent.startedAtMs - START_SLACK_MS) continue;
+          if (ownerByStart(peers, meta.startedMs) !== agent) continue;
+          this.claimed.add(key);
+          agent.sources.set(key, codexSource(file));
+        }
+      }
+      return;
+    }
+    if (agent.agentType === "opencode") {
+      const dbFile = openCodeDatabaseFile(agent.env);
+      let db = this.databases.get(dbFile);
+      if (!db) {
+        db = new OpenCodeDatabase(dbFile);
+        this.databases.set(dbFile, db);
+      }
+      const peers = [...this.tracked.values()].filter((a) => a.agentType === "opencode" && a.cwd === agent.cwd);
+      const sessions = db.sessionsIn(agent.cwd, agent.startedAtMs - START_SLACK_MS).filter((s) => s.parentId === null && ownerByStart(peers, s.createdMs) === agent);
+      const own = [...agent.sources.values()].map((s) => s.key.slice(s.key.lastIndexOf("#") + 1));
+      const children = db.childrenOf([...own, ...sessions.map((s) => s.id)]);
+      for (const session of [...sessions, ...children]) {
+        const source = openCodeSource(db, session.id);
+        if (this.claimed.has(source.key)) continue;
+        this.claimed.add(source.key);
+        agent.sources.set(source.key, source);
+      }
+    }
+  }
+
+  private totalsOf(entry: AgentUsage, prices: PriceBook): Totals {
+    const totals = emptyTotals();
+    for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
+    return totals;
+  }
+
+  private async enforceBudget(agent: TrackedAgent, project: ProjectUsage, entry: AgentUsage): Promise<void> {
+    const budget = entry.budget;
+    if (!budget || budget.exceededAt || (budget.maxTokens === undefined && budget.maxCost === undefined)) return;
+    const totals = this.totalsOf(entry, await this.pricesOf(agent.root, project));
+    if (!isOver(budget, totals)) return;
+    budget.exceededAt = new Date().toISOString();
+    project.dirty = true;
+    const live = this.state.sessions.get(agent.agentId);
+    if (live && live.session.exitCode === null) {
+      const keys = interruptKeysOf(agent.agentType);
+      keys.forEach((key, i) => setTimeout(() => live.session.exitCode === null && live.session.write(key), i * 150));
+    }
+    this.log.event("budget_exceeded", { projectRoot: agent.root, agentId: agent.agentId, tokens: budgetTokens(totals), costUsd: totals.costUsd, budget });
+    await this.persist(agent.root);
+  }
+
+  /** `pu budget` / `pu spawn --max-…`: sets the agent's limits; raising them past its figures lets it go on. */
+  async setBudget(root: string, agentId: string, limits: BudgetLimit, known: { name: string; agentType: string; startedAt: string }): Promise<AgentUsageView> {
+    const project = await this.writable(root);
+    const entry = this.entryOf(project, { agentId, name: known.name, agentType: known.agentType, startedAtMs: Date.parse(known.startedAt) });
+    const budget: AgentBudget = { ...entry.budget };
+    if (limits.maxTokens !== undefined) budget.maxTokens = limits.maxTokens;
+    if (limits.maxCost !== undefined) budget.maxCost = limits.maxCost;
+    const totals = this.totalsOf(entry, await this.pricesOf(root, project));
+    if (budget.exceededAt && !isOver(budget, totals)) delete budget.exceededAt;
+    entry.budget = budget;
+    project.dirty = true;
+    await this.persist(root);
+    this.changed(root);
+    return this.view(entry, totals);
+  }
+
+  /** `pu send` to an agent stopped for its budget: one line saying how to go on. */
+  assertWithinBudget(agentId: string): void {
+    // A budget is set through this service, so the agent's project is loaded if it has one.
+    const entry = [...this.projects.values()].find((p) => Object.hasOwn(p.file.agents, agentId))?.file.agents[agentId];
+    const budget = entry?.budget;
+    if (!budget?.exceededAt) return;
+    const raise = budget.maxCost !== undefined ? "--max-cost USD" : "--max-tokens N";
+    throw new PuError("INVALID_STATE", `${agentId} was stopped at its budget (${describeBudget(budget)}); raise it first: pu budget ${agentId} ${raise}`, {
+      details: { agentId, budget },
+    });
+  }
+
+  private async writable(root: string): Promise<ProjectUsage> {
+    const project = await this.project(root);
+    if (project.problem) throw new PuError("CONFIG_ERROR", `${project.problem} (fix or move it; pu does not overwrite it)`);
+    return project;
+  }
+
+  private view(entry: AgentUsage, totals: Totals): AgentUsageView {
+    const known = Object.keys(entry.sources).length > 0;
+    const view: AgentUsageView = {
+      usage: known ? { input: totals.input, output: totals.output, cacheRead: totals.cacheRead, cacheWrite: totals.cacheWrite, reasoning: totals.reasoning, calls: totals.calls, costUsd: totals.costUsd } : null,
+    };
+    if (entry.budget) view.budget = { ...entry.budget };
+    return view;
+  }
+
+  /** Each agent's figures and budget added to a status report (from memory: no file is read). */
+  decorate(report: StatusReport): StatusReport {
+    const project = this.projects.get(report.projectRoot);
+    if (!project) {
+      void this.project(report.projectRoot);
+      return report;
+    }
+    const prices = project.prices?.book ?? new PriceBook();
+    // The next report has prices read again when these are old (config may have changed).
+    if (!project.prices || Date.now() - project.prices.at >= PRICES_MS) void this.pricesOf(report.projectRoot, project);
+    const views = [...Object.values(report.agents), ...Object.values(report.worktrees).flatMap((wt) => Object.values(wt.agents))];
+    for (const agent of views) {
+      if (agent.host) continue;
+      const entry = project.file.agents[agent.id];
+      if (!entry) {
+        agent.usage = null;
+        continue;
+      }
+      Object.assign(agent, this.view(entry, this.totalsOf(entry, prices)));
+    }
+    return report;
+  }
+
+  /** `pu usage`: every agent of the project, alive or gone, rolled up as asked. */
+  async usage(root: string, by: UsageGrouping, since?: string): Promise<UsageResult> {
+    const project = await this.project(root);
+    if (project.problem) throw new PuError("CONFIG_ERROR", project.problem);
+    const prices = await this.pricesOf(root, project);
+    const keep = since ? (day: string) => day >= since : undefined;
+    const rows = new Map<string, UsageRow>();
+    const total = emptyTotals();
+    let unknownAgents = 0;
+    for (const [agentId, entry] of Object.entries(project.file.agents)) {
+      if (Object.keys(entry.sources).length === 0) {
+        if (!since || entry.startedAt.slice(0, 10) >= since) unknownAgents += 1;
+        continue;
+      }
+      for (const tally of Object.values(entry.sources)) {
+        for (const [key, counts] of Object.entries(tally)) {
+          const { day, model } = splitTallyKey(key);
+          if (keep && !keep(day)) continue;
+          const groupKey = rowKey(by, agentId, entry, day, model);
+          let row = rows.get(groupKey);
+          if (!row) {
+            row = { key: groupKey, label: rowLabel(by, entry, groupKey), agents: 0, ...emptyTotals() };
+            if (by === "agent") row.agentType = entry.agentType;
+            rows.set(groupKey, row);
+          }
+          const one = emptyTotals();
+          addTally(one, { [key]: counts }, prices);
+          addTokens(row, one);
+          row.calls += one.calls;
+          row.costUsd = row.costUsd === null || one.costUsd === null ? null : row.costUsd + one.costUsd;
+          addTokens(total, one);
+          total.calls += one.calls;
+          total.costUsd = total.costUsd === null || one.costUsd === null ? null : total.costUsd + one.costUsd;
+          (row as UsageRow & { seen?: Set<string> }).seen ??= new Set();
+          (row as UsageRow & { seen?: Set<string> }).seen!.add(agentId);
+        }
+      }
+    }
+    const list = [...rows.values()].map((row) => {
+      const { seen, ...rest } = row as UsageRow & { seen?: Set<string> };
+      return { ...rest, agents: seen?.size ?? 0 };
+    });
+    list.sort((a, b) => (by === "day" ? (a.key < b.key ? -1 : 1) : (b.costUsd ?? Number.POSITIVE_INFINITY) - (a.costUsd ?? Number.POSITIVE_INFINITY) || budgetTokens(b) - budgetTokens(a)));
+    return { projectRoot: root, by, since: since ?? null, rows: list, total: { key: "total", label: "total", agents: list.reduce((n, r) => n + r.agents, 0), ...total }, unknownAgents };
+  }
+
+  private async persistAll(): Promise<void> {
+    for (const [root, project] of this.projects) if (project.dirty && !project.problem) await this.persist(root);
+  }
+
+  private async persist(root: string): Promise<void> {
+    const project = this.projects.get(root);
+    if (!project || project.problem) return;
+    project.dirty = false;
+    const path = usageFilePath(root);
+    try {
+      await this.file.withLock(path, (write) => write(`${JSON.stringify(project.file)}\n`));
+    } catch (error) {
+      project.dirty = true;
+      this.log.event("usage_write_failed", { projectRoot: root, error });
+    }
+  }
+}
+
+function isOver(budget: AgentBudget, totals: Totals): boolean {
+  if (budget.maxTokens !== undefined && budgetTokens(totals) >= budget.maxTokens) return true;
+  return budget.maxCost !== undefined && totals.costUsd !== null && totals.costUsd >= budget.maxCost;
+}
+
+function describeBudget(budget: AgentBudget): string {
+  const parts: string[] = [];
+  if (budget.maxTokens !== undefined) parts.push(`${budget.maxTokens} tokens`);
+  if (budget.maxCost !== undefined) parts.push(`$${budget.maxCost}`);
+  return `max ${parts.join(" / ")}`;
+}
+
+function rowKey(by: UsageGrouping, agentId: string, entry: AgentUsage, day: string, model: string): string {
+  switch (by) {
+    case "agent":
+      return agentId;
+    case "model":
+      return model;
+    case "day":
+      return day;
+    case "ticket":
+    case "group":
+    case "plan":
+      return entry.owner?.kind === by ? entry.owner.id : `(no ${by})`;
+  }
+}
+
+function rowLabel(by: UsageGrouping, entry: AgentUsage, key: string): string {
+  return by === "agent" ? entry.name : key;
+}

@@ -1,0 +1,183 @@
+// Tokens and cost of the real Claude Code, Codex and OpenCode, read by pu from the CLIs' own
+// records: the test model server reports chosen usage for each scripted answer, and pu must
+// show exactly that — each answer once (Claude writes an answer with text and a tool call as
+// two lines of one message), Codex's running totals as their growth, OpenCode's reasoning
+// inside output — at list prices for a known model and `?` for one without a price, unchanged
+// after `pu kill` and a daemon restart. Then a budget stops a running multi-call turn before
+// its next model call.
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startModelServer, type ModelServer } from "../model-server/server.js";
+import { agentHome, type RealAgent } from "../real-agents/homes.js";
+import { RealAgentSandbox } from "../real-agents/sandbox.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+const TURN_TIMEOUT_MS = 90_000;
+const STEP_TIMEOUT_MS = 4 * 60_000;
+
+interface Figures {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  reasoning: number;
+  calls: number;
+  costUsd: number | null;
+}
+
+// What each API's usage means once normalized: the server reports in=100 cache_read=300
+// cache_write=40 out=20 reasoning=3 per answer. Claude's Messages API reports all four apart
+// (its output holds any thinking); the Responses and Chat APIs fold the cache into input (and
+// have no cache write, so the 40 are plain input) and reasoning into output.
+const FIRST_CALL: Record<RealAgent, Omit<Figures, "calls" | "costUsd">> = {
+  claude: { input: 100, cacheRead: 300, cacheWrite: 40, output: 20, reasoning: 0 },
+  codex: { input: 140, cacheRead: 300, cacheWrite: 0, output: 23, reasoning: 3 },
+  opencode: { input: 140, cacheRead: 300, cacheWrite: 0, output: 23, reasoning: 3 },
+};
+const SECOND_TURN = { input: 1000, output: 200 };
+
+// Claude runs a model the offline price table knows; Codex and OpenCode run "fake-model",
+// priced through `.pu/config.yaml` only once the test adds it.
+const SONNET = { input: 3, cacheWrite: 3.75, cacheRead: 0.3, output: 15 };
+const FAKE_PRICE = { input: 2, output: 8, cacheRead: 0.5, cacheWrite: 2.5 };
+
+function costAt(price: typeof SONNET, f: Omit<Figures, "calls" | "costUsd">): number {
+  return (f.input * price.input + f.cacheRead * price.cacheRead + f.cacheWrite * price.cacheWrite + f.output * price.output) / 1_000_000;
+}
+
+function times(f: Omit<Figures, "calls" | "costUsd">, n: number) {
+  return { input: f.input * n, cacheRead: f.cacheRead * n, cacheWrite: f.cacheWrite * n, output: f.output * n, reasoning: f.reasoning * n };
+}
+
+async function setUp(agent: RealAgent, server: ModelServer): Promise<RealAgentSandbox> {
+  const sandbox = new RealAgentSandbox(`pu-usage-${agent}-`);
+  const dir = path.join(sandbox.base, "agent-home");
+  mkdirSync(dir);
+  const home = agentHome(agent, { dir, serverUrl: server.url, trustedDirs: [sandbox.root] });
+  sandbox.agentEnv = { ...home.env, SHELL: "/bin/bash" };
+  await sandbox.ok(["init"]);
+  return sandbox;
+}
+
+const usageOf = async (sandbox: RealAgentSandbox, agentId: string) => (await sandbox.agent(agentId)).usage as Figures | null | undefined;
+
+for (const agent of ["claude", "codex", "opencode"] as const) {
+  describe(`usage of real ${agent}`, () => {
+    let server: ModelServer;
+    let sandbox: RealAgentSandbox;
+    let agentId = "";
+    const first = FIRST_CALL[agent];
+
+    beforeAll(async () => {
+      server = await startModelServer({ logFile: process.env.PU_MODEL_SERVER_LOG });
+      sandbox = await setUp(agent, server);
+    }, STEP_TIMEOUT_MS);
+
+    afterAll(async () => {
+      const leftovers = sandbox ? await sandbox.teardown() : [];
+      await server?.close();
+      expect(leftovers).toEqual([]);
+    }, STEP_TIMEOUT_MS);
+
+    it("counts the spawn prompt's turn (a tool call with text, then the answer) call by call", async () => {
+      const prompt = "NOTE: running it now RUN: echo counted USAGE: in=100 out=20 cache_read=300 cache_write=40 reasoning=3 SAY: first answer";
+      const extra = agent === "claude" ? ["--", "--model", "claude-sonnet-4-5"] : [];
+      agentId = (await sandbox.spawnAgent([prompt, "--agent", agent, "--name", `usage-${agent}`, ...extra])).agentId;
+      await server.waitForRequest((r) => r.replyText === "first answer" && r.finishedAt !== undefined, TURN_TIMEOUT_MS);
+      const usage = await waitFor(`${agent}'s two calls in pu status`, async () => {
+        const u = await usageOf(sandbox, agentId);
+        return u && u.calls >= 2 ? u : undefined;
+      }, TURN_TIMEOUT_MS, 250);
+      expect({ ...usage, costUsd: undefined }).toEqual({ ...times(first, 2), calls: 2, costUsd: undefined });
+      if (agent === "claude") expect(usage.costUsd).toBeCloseTo(costAt(SONNET, times(first, 2)), 10);
+      else expect(usage.costUsd).toBeNull();
+    }, STEP_TIMEOUT_MS);
+
+    it("a second turn adds exactly its own usage", async () => {
+      await sandbox.waitForAgent(agentId, "waiting after its first turn", (a) => a.status === "waiting", TURN_TIMEOUT_MS);
+      await sandbox.ok(["send", agentId, "USAGE: in=1000 out=200 SAY: second answer"]);
+      const usage = await waitFor(`${agent}'s third call in pu status`, async () => {
+        const u = await usageOf(sandbox, agentId);
+        return u && u.calls >= 3 ? u : undefined;
+      }, TURN_TIMEOUT_MS, 250);
+      const expected = times(first, 2);
+      expected.input += SECOND_TURN.input;
+      expected.output += SECOND_TURN.output;
+      expect({ ...usage, costUsd: undefined }).toEqual({ ...expected, calls: 3, costUsd: undefined });
+    }, STEP_TIMEOUT_MS);
+
+    it("prices an unknown model from config, and keeps the figures after kill and a daemon restart", async () => {
+      const expected = times(first, 2);
+      expected.input += SECOND_TURN.input;
+      expected.output += SECOND_TURN.output;
+      if (agent !== "claude") {
+        const table = await sandbox.ok(["usage"]);
+        expect(table).toMatch(new RegExp(`${agentId}\\s.*\\?\\s*$`, "m"));
+        writeFileSync(path.join(sandbox.root, ".pu/config.yaml"), `prices:\n  fake-model: ${JSON.stringify(FAKE_PRICE)}\n`);
+        // Prices are read again within 10 s.
+        await waitFor("the configured price applied", async () => ((await usageOf(sandbox, agentId))?.costUsd ?? null) !== null, 20_000, 500);
+      }
+      const cost = agent === "claude" ? costAt(SONNET, expected) : costAt(FAKE_PRICE, expected);
+      await sandbox.ok(["kill", agentId]);
+      const afterKill = await sandbox.puJson<{ rows: (Figures & { key: string })[]; total: Figures }>(["usage"]);
+      expect(afterKill.rows).toHaveLength(1);
+      expect(afterKill.rows[0]).toMatchObject({ key: agentId, ...expected, calls: 3 });
+      expect(afterKill.total.costUsd).toBeCloseTo(cost, 10);
+
+      await sandbox.ok(["daemon", "stop"]);
+      const afterRestart = await sandbox.puJson<{ rows: (Figures & { key: string })[]; total: Figures }>(["usage", "--by", "model"]);
+      expect(afterRestart.rows.map((r) => r.key)).toEqual([agent === "claude" ? "claude-sonnet-4-5" : "fake-model"]);
+      expect(afterRestart.total).toMatchObject({ ...expected, calls: 3 });
+      expect(afterRestart.total.costUsd).toBeCloseTo(cost, 10);
+      const byDay = await sandbox.puJson<{ rows: { key: string }[] }>(["usage", "--by", "day", "--since", "today"]);
+      expect(byDay.rows.map((r) => r.key)).toEqual([new Date().toISOString().slice(0, 10)]);
+    }, STEP_TIMEOUT_MS);
+  });
+}
+
+describe("a budget", () => {
+  let server: ModelServer;
+  let sandbox: RealAgentSandbox;
+
+  beforeAll(async () => {
+    server = await startModelServer({ logFile: process.env.PU_MODEL_SERVER_LOG });
+    sandbox = await setUp("claude", server);
+  }, STEP_TIMEOUT_MS);
+
+  afterAll(async () => {
+    const leftovers = sandbox ? await sandbox.teardown() : [];
+    await server?.close();
+    expect(leftovers).toEqual([]);
+  }, STEP_TIMEOUT_MS);
+
+  it("stops a running multi-call turn before its next model call, keeps the agent, and refuses pu send until raised", async () => {
+    // The first call alone reports 1,100 tokens; its tool runs 8 s, and a second call would follow it.
+    const prompt = "RUN: sleep 8 RUN: echo past-budget > past-budget.txt USAGE: in=1000 out=100 SAY: should not be reached";
+    const spawned = await sandbox.spawnAgent([prompt, "--agent", "claude", "--name", "budgeted", "--max-tokens", "1000"]);
+    const firstCall = await server.waitForRequest((r) => r.command === "sleep 8" && r.finishedAt !== undefined, TURN_TIMEOUT_MS);
+    const stopped = await sandbox.waitForAgent(spawned.agentId, "to read budget", (a) => (a.budget as { exceededAt?: string } | undefined)?.exceededAt !== undefined, 20_000);
+    // Within 2 s of the record that crossed it (the CLI writes it as the answer ends).
+    expect(Date.parse((stopped.budget as { exceededAt: string }).exceededAt) - firstCall.finishedAt!).toBeLessThan(3_000);
+    expect(stopped.live).toBe(true);
+    // The sleep would have ended 8 s after the first call; the turn's next call never comes.
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    expect(server.requests.filter((r) => r.command === "echo past-budget > past-budget.txt")).toEqual([]);
+    expect(existsSync(path.join(spawned.cwd, "past-budget.txt"))).toBe(false);
+    const table = await sandbox.ok(["status"]);
+    expect(table).toMatch(new RegExp(`${spawned.agentId}.*budget`));
+
+    const refused = await sandbox.pu(["send", spawned.agentId, "SAY: go on"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toContain(`pu budget ${spawned.agentId} --max-tokens`);
+
+    await sandbox.ok(["budget", spawned.agentId, "--max-tokens", "100000"]);
+    const before = server.requests.length;
+    await sandbox.ok(["send", spawned.agentId, "SAY: raised"]);
+    await server.waitForRequest((r) => r.seq > before && r.replyText === "raised", TURN_TIMEOUT_MS);
+    const after = await sandbox.agent(spawned.agentId);
+    expect(after.budget).toMatchObject({ maxTokens: 100000 });
+    expect((after.budget as { exceededAt?: string }).exceededAt).toBeUndefined();
+  }, STEP_TIMEOUT_MS);
+});
