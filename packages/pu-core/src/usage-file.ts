@@ -37,6 +37,12 @@ const AgentUsageSchema = z.looseObject({
   /** Record source → its tally. Empty while none was found: the usage is unknown, not 0. */
   sources: z.record(z.string(), TallySchema).default({}),
   budget: AgentBudgetSchema.optional(),
+  /**
+   * Set while pu follows the agent's records as they grow; cleared once it exited and they were
+   * read to the end. Still set when a daemon starts: that daemon died mid-read, and the new one
+   * reads those records again (settles them).
+   */
+  reading: z.boolean().optional(),
 });
 export type AgentUsage = z.infer<typeof AgentUsageSchema>;
 

@@ -106,6 +106,7 @@ export class UsageService {
   constructor(
     private readonly state: EngineState,
     private readonly log: DaemonLog,
+    private readonly pollMs = POLL_MS,
   ) {}
 
   start(): void {
@@ -130,7 +131,7 @@ export class UsageService {
         if (agent) agent.exitedAt = Date.now();
       }),
     );
-    this.pollTimer = setInterval(() => void this.pollAll(), POLL_MS);
+    this.pollTimer = setInterval(() => void this.pollAll(), this.pollMs);
     this.pollTimer.unref();
     this.persistTimer = setInterval(() => void this.persistAll(), PERSIST_MS);
     this.persistTimer.unref();
@@ -159,8 +160,66 @@ export class UsageService {
     void this.project(agent.root).then((project) => {
       const entry = this.entryOf(project, agent);
       entry.name = agent.name;
+      entry.reading = true;
+      // A resumed agent may go on writing the records it had (Codex's `resume --last`).
+      for (const key of Object.keys(entry.sources)) {
+        const source = this.sourceFromKey(key);
+        if (source && !agent.sources.has(key)) {
+          this.claimed.add(key);
+          agent.sources.set(key, source);
+        }
+      }
       project.dirty = true;
     });
+  }
+
+  /** A source named in usage.json, to read again. */
+  private sourceFromKey(key: string): RecordSource | undefined {
+    const colon = key.indexOf(":");
+    const kind = key.slice(0, colon);
+    const rest = key.slice(colon + 1);
+    if (kind === "claude") return claudeSource(rest);
+    if (kind === "codex") return codexSource(rest);
+    if (kind === "opencode") {
+      const hash = rest.lastIndexOf("#");
+      return openCodeSource(this.database(rest.slice(0, hash)), rest.slice(hash + 1));
+    }
+    return undefined;
+  }
+
+  private database(file: string): OpenCodeDatabase {
+    let db = this.databases.get(file);
+    if (!db) {
+      db = new OpenCodeDatabase(file);
+      this.databases.set(file, db);
+    }
+    return db;
+  }
+
+  /**
+   * Agents a dead daemon was still following: their records are read again from the start and
+   * their tallies replaced (a tally is always its whole source's, so nothing counts twice).
+   */
+  private async settle(root: string, project: ProjectUsage): Promise<void> {
+    for (const [agentId, entry] of Object.entries(project.file.agents)) {
+      if (!entry.reading || this.tracked.has(agentId)) continue;
+      for (const key of Object.keys(entry.sources)) {
+        const source = this.sourceFromKey(key);
+        if (!source) continue;
+        try {
+          // A long record takes several reads (each at most READ_CHUNK_BYTES).
+          let rounds = 0;
+          while ((await source.poll()) && rounds++ < 10_000);
+        } catch (error) {
+          this.log.event("usage_read_failed", { projectRoot: root, agentId, error });
+          continue;
+        }
+        if (Object.keys(source.tally()).length > 0) entry.sources[key] = source.tally();
+      }
+      delete entry.reading;
+      project.dirty = true;
+    }
+    if (project.dirty) this.changed(root);
   }
 
   private entryOf(project: ProjectUsage, agent: { agentId: string; name: string; agentType: string; startedAtMs: number }): AgentUsage {
@@ -190,6 +249,7 @@ export class UsageService {
         }
         this.projects.set(root, project);
         this.loading.delete(root);
+        if (!project.problem) void this.settle(root, project);
         return project;
       })();
       this.loading.set(root, pending);
@@ -222,7 +282,15 @@ export class UsageService {
         } catch (error) {
           this.log.event("usage_read_failed", { agentId: agent.agentId, error });
         }
-        if (agent.exitedAt !== undefined && now - agent.exitedAt > AFTER_EXIT_MS) this.tracked.delete(agent.agentId);
+        if (agent.exitedAt !== undefined && now - agent.exitedAt > AFTER_EXIT_MS) {
+          this.tracked.delete(agent.agentId);
+          const project = await this.project(agent.root);
+          const entry = project.file.agents[agent.agentId];
+          if (entry?.reading) {
+            delete entry.reading;
+            project.dirty = true;
+          }
+        }
       }
       for (const root of changedRoots) this.changed(root);
     } finally {
@@ -275,12 +343,7 @@ export class UsageService {
       return;
     }
     if (agent.agentType === "opencode") {
-      const dbFile = openCodeDatabaseFile(agent.env);
-      let db = this.databases.get(dbFile);
-      if (!db) {
-        db = new OpenCodeDatabase(dbFile);
-        this.databases.set(dbFile, db);
-      }
+      const db = this.database(openCodeDatabaseFile(agent.env));
       const peers = [...this.tracked.values()].filter((a) => a.agentType === "opencode" && a.cwd === agent.cwd);
       const sessions = db.sessionsIn(agent.cwd, agent.startedAtMs - START_SLACK_MS).filter((s) => s.parentId === null && ownerByStart(peers, s.createdMs) === agent);
       const own = [...agent.sources.values()].map((s) => s.key.slice(s.key.lastIndexOf("#") + 1));

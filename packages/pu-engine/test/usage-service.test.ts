@@ -1,0 +1,144 @@
+// UsageService in-process, over Claude Code session files the test writes itself: what it
+// reads as the file grows, what it keeps in .pu/usage.json, how a daemon that died mid-read is
+// settled by the next one, and that a corrupt usage.json is reported and never overwritten.
+// (The real CLIs against the model server: tests/e2e/real-usage.test.ts.)
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { newManifest } from "@pu/core/manifest";
+import { manifestPath } from "@pu/core/paths";
+import { claudeProjectFolder } from "@pu/core/usage";
+import { usageFilePath } from "@pu/core/usage-file";
+import type { EngineEventMap } from "../src/engine-events.js";
+import { openDaemonLog } from "../src/daemon-log.js";
+import { ProjectRegistry } from "../src/projects.js";
+import { EngineState } from "../src/state.js";
+import { UsageService } from "../src/usage/usage-service.js";
+
+const SESSION = "0b7c2a1e-3f4d-4e5f-8a9b-0c1d2e3f4a5b";
+
+function answerLine(id: string, output: number, model = "claude-sonnet-4-5"): string {
+  const usage = { input_tokens: 100, cache_read_input_tokens: 300, cache_creation_input_tokens: 40, output_tokens: output };
+  return `${JSON.stringify({ type: "assistant", timestamp: new Date().toISOString(), message: { id, model, usage } })}\n`;
+}
+
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+describe("UsageService", () => {
+  let base: string;
+  let root: string;
+  let home: string;
+  let recordFile: string;
+  let state: EngineState;
+  const services: UsageService[] = [];
+
+  const newService = () => {
+    const service = new UsageService(state, openDaemonLog(path.join(base, "daemon.log")), 20);
+    service.start();
+    services.push(service);
+    return service;
+  };
+
+  /** What the launcher announces when it starts a Claude agent with its session id. */
+  const started = (agentId: string) =>
+    state.events.emit("agent_started", {
+      projectRoot: root,
+      agentId,
+      agentType: "claude",
+      pid: 1,
+      resumed: false,
+      live: { cwd: root, startedAtMs: Date.now() } as EngineEventMap["agent_started"]["live"],
+      entry: { id: agentId, name: "usage-test", agentType: "claude", status: "streaming", startedAt: new Date().toISOString(), sessionId: SESSION, env: { HOME: home } },
+    });
+
+  beforeEach(() => {
+    base = realpathSync(mkdtempSync(path.join(os.tmpdir(), "pu-usage-service-")));
+    root = path.join(base, "project");
+    home = path.join(base, "agent-home");
+    mkdirSync(path.join(root, ".pu"), { recursive: true });
+    writeFileSync(manifestPath(root), JSON.stringify(newManifest(root)));
+    recordFile = path.join(home, ".claude", "projects", claudeProjectFolder(root), `${SESSION}.jsonl`);
+    mkdirSync(path.dirname(recordFile), { recursive: true });
+    state = new EngineState(path.join(base, "home"), new ProjectRegistry(path.join(base, "projects.json")), openDaemonLog(path.join(base, "daemon.log")));
+  });
+
+  afterEach(async () => {
+    for (const service of services.splice(0)) await service.stop();
+    rmSync(base, { recursive: true, force: true });
+  });
+
+  it("follows the session file as it grows, counts each answer once, and keeps the figures in usage.json", async () => {
+    const service = newService();
+    started("ag-usage001");
+    appendFileSync(recordFile, answerLine("msg_1", 1));
+    // The answer's second block: the same id, the final output figure; a torn line after it.
+    appendFileSync(recordFile, answerLine("msg_1", 20) + answerLine("msg_2", 20).slice(0, 30));
+    const usage = await until("two lines of one answer read", async () => {
+      const u = (await service.usage(root, "agent")).total;
+      return u.calls === 1 && u.output === 20 ? u : undefined;
+    });
+    expect(usage).toMatchObject({ input: 100, cacheRead: 300, cacheWrite: 40, output: 20 });
+    // Sonnet 4.5 list prices: $3 in, $0.30 cache read, $3.75 cache write, $15 out per million.
+    expect(usage.costUsd).toBeCloseTo((100 * 3 + 300 * 0.3 + 40 * 3.75 + 20 * 15) / 1e6, 12);
+    // The torn line completes.
+    appendFileSync(recordFile, answerLine("msg_2", 20).slice(30));
+    await until("the completed line read", async () => ((await service.usage(root, "agent")).total.calls === 2 ? true : undefined));
+    await until("usage.json written", () => {
+      try {
+        const file = JSON.parse(readFileSync(usageFilePath(root), "utf8"));
+        return file.agents["ag-usage001"]?.sources[`claude:${recordFile}`] ? file : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+  });
+
+  it("a model without a price makes the cost unknown, not 0", async () => {
+    const service = newService();
+    started("ag-usage002");
+    appendFileSync(recordFile, answerLine("msg_1", 20, "no-such-model-anywhere"));
+    const total = await until("the call read", async () => {
+      const t = (await service.usage(root, "model")).total;
+      return t.calls === 1 ? t : undefined;
+    });
+    expect(total.costUsd).toBeNull();
+  });
+
+  it("settles an agent a dead daemon was still reading: its record is read again, nothing counted twice", async () => {
+    appendFileSync(recordFile, answerLine("msg_1", 20) + answerLine("msg_1", 20) + answerLine("msg_2", 20));
+    // As a daemon killed mid-read leaves it: one answer counted, still reading.
+    const tally = { [`${new Date().toISOString().slice(0, 10)}|claude-sonnet-4-5`]: { input: 100, cacheRead: 300, cacheWrite: 40, output: 20, reasoning: 0, calls: 1 } };
+    const stored = { version: 1, agents: { "ag-usage003": { name: "n", agentType: "claude", startedAt: new Date().toISOString(), sources: { [`claude:${recordFile}`]: tally }, reading: true } } };
+    writeFileSync(usageFilePath(root), JSON.stringify(stored));
+    const service = newService();
+    const total = await until("the record settled", async () => {
+      const t = (await service.usage(root, "agent")).total;
+      return t.calls === 2 ? t : undefined;
+    });
+    expect(total).toMatchObject({ input: 200, output: 40, calls: 2 });
+    await service.stop();
+    const file = JSON.parse(readFileSync(usageFilePath(root), "utf8"));
+    expect(file.agents["ag-usage003"].reading).toBeUndefined();
+  });
+
+  it("reports a corrupt usage.json in one line and never overwrites it", async () => {
+    writeFileSync(usageFilePath(root), "{ not json");
+    const service = newService();
+    await expect(service.usage(root, "agent")).rejects.toThrow(/usage\.json: not valid JSON/);
+    started("ag-usage004");
+    appendFileSync(recordFile, answerLine("msg_1", 20));
+    await expect(service.setBudget(root, "ag-usage004", { maxCost: 1 }, { name: "n", agentType: "claude", startedAt: new Date().toISOString() })).rejects.toThrow(/does not overwrite it/);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    await service.stop();
+    expect(readFileSync(usageFilePath(root), "utf8")).toBe("{ not json");
+  });
+});
