@@ -1,4 +1,5 @@
 // How a multi-agent group reads in text: its phase line, and one row per member (compare).
+import { formatCost } from "@pu/core/usage";
 import type { GroupMemberView, GroupView } from "@pu/ipc/protocol";
 import { formatDuration, truncate } from "./format.js";
 import type { HumanOutput } from "./report.js";
@@ -31,7 +32,7 @@ export function writeGroupStatus(out: HumanOutput, group: GroupView): void {
   }
 }
 
-const COLUMNS = ["VARIANT", "AGENT", "MODEL", "STATE", "TIME", "FILES", "+/-", "GATE", "RANK"] as const;
+const COLUMNS = ["VARIANT", "AGENT", "MODEL", "STATE", "TIME", "COST", "FILES", "+/-", "GATE", "RANK"] as const;
 
 function compareRows(group: GroupView): string[][] {
   return group.members.map((m) => [
@@ -40,6 +41,7 @@ function compareRows(group: GroupView): string[][] {
     m.model ?? "-",
     m.state,
     m.seconds === null ? "-" : formatDuration(m.seconds),
+    m.usage ? formatCost(m.usage.costUsd) : "-",
     m.diff ? String(m.diff.files) : "-",
     m.diff ? `+${m.diff.insertions} -${m.diff.deletions}` : "-",
     m.gate ? `${m.gate.passed ? "pass" : "fail"} (${m.gate.attempts})` : "-",

@@ -71,4 +71,19 @@ describe("dashboard rows", () => {
     // The filter finds it by its host.
     expect(dashRows(far, "gpu-box").map((r) => r.agentId)).toEqual(["ag-far00001"]);
   });
+
+  it("shows what each agent cost, ? for a model without a price, - for no record, and budget once pu stopped it there", () => {
+    const costs = [
+      report("/work/e", {
+        agents: {
+          "ag-cost0001": agent("ag-cost0001", { usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0, calls: 1, costUsd: 0.4212 } }),
+          "ag-cost0002": agent("ag-cost0002", { startedAt: "2026-03-08T12:06:00.000Z", usage: { input: 1, output: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0, calls: 1, costUsd: null } }),
+          "ag-cost0003": agent("ag-cost0003", { startedAt: "2026-03-08T12:07:00.000Z", usage: null, status: "waiting", budget: { maxCost: 1, exceededAt: "2026-03-08T12:08:00.000Z" } }),
+        },
+      }),
+    ];
+    const rows = dashRows(costs);
+    expect(rows.map((r) => r.cost)).toEqual(["$0.42", "?", "-"]);
+    expect(rows.map((r) => statusLabel(r))).toEqual(["streaming", "streaming", "budget"]);
+  });
 });

@@ -198,4 +198,22 @@ describe("status table", () => {
     expect(colorEnabled({ isTTY: true }, { NO_COLOR: "1" })).toBe(false);
     expect(colorEnabled({ isTTY: false }, {})).toBe(false);
   });
+
+  it("adds a COST column once an agent has figures, with its budget after a slash and budget as its status", () => {
+    const withCost = {
+      ...report,
+      agents: {
+        "ag-root0001": agent("ag-root0001", { status: "waiting", usage: { input: 10, output: 5, cacheRead: 0, cacheWrite: 0, reasoning: 0, calls: 1, costUsd: 0.62 }, budget: { maxCost: 0.5, exceededAt: "2026-03-08T12:08:00.000Z" } }),
+        "ag-root0002": agent("ag-root0002", { startedAt: "2026-03-08T12:09:00.000Z", usage: { input: 1500, output: 500, cacheRead: 0, cacheWrite: 0, reasoning: 0, calls: 1, costUsd: null }, budget: { maxTokens: 5000 } }),
+      },
+      worktrees: {},
+    } as unknown as StatusReport;
+    const table = renderStatusTable(withCost);
+    expect(table.split("\n")[0]).toMatch(/IDLE\s+COST\s+PID\/EXIT/);
+    expect(table).toMatch(/ag-root0001 .*budget .*\$0\.62\/\$0\.50/);
+    expect(table).toMatch(/ag-root0002 .*\? \(2\.0k\/5\.0k tok\)/);
+    // No agent with figures: no column.
+    expect(renderStatusTable(report).split("\n")[0]).not.toContain("COST");
+  });
 });
+

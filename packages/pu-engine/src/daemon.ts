@@ -161,6 +161,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
       return owner ? { kind: owner.kind, id: owner.id } : undefined;
     });
     usage.onChange((root) => statusWatch!.externalChange(root, []));
+    usage.onDailyBudgetSpent((root, message) => void workQueue.budgetSpent(root, message).catch((error) => log!.event("queue_pause_failed", { projectRoot: root, error })));
     usage.start();
     statusWatch.setOverlay((report) => usage.decorate(remote.overlay(report)));
     remote.onChange((root, changes) => statusWatch!.externalChange(root, changes));

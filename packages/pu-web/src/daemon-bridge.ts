@@ -40,6 +40,7 @@ const PAGE_REQUESTS = [
   "plan_approve",
   "plan_cancel",
   "stats",
+  "usage",
   "host_list",
 ] as const satisfies readonly RequestType[];
 export type PageRequest = (typeof PAGE_REQUESTS)[number];

@@ -203,6 +203,7 @@ class Dashboard {
         const q = await client.request("queue_status", roots.length === 1 ? { projectRoot: roots[0]! } : {});
         const stopped = q.stateError ?? q.configError;
         lines.push(stopped !== undefined ? `queue STOPPED: ${stopped}` : `queue ${q.paused ? "PAUSED" : "running"}: ${q.slotsUsed}/${q.maxParallel} slots used`);
+        for (const p of q.problems) lines.push(`problem: ${p.message}`);
         for (const a of q.running) lines.push(`  ${a.ticket_id}  ${a.status}  step ${a.current_step ?? "-"}  ${a.session_name ?? ""}${a.review_state ? `  review: ${a.review_state}` : ""}`);
         if (q.waiting.length > 0) lines.push("waiting:");
         for (const t of q.waiting) lines.push(`  ${t.id}  ${t.priority}  ${t.title}`);
@@ -409,7 +410,7 @@ function DashView({ dash }: { dash: Dashboard }): React.ReactElement {
         const selected = r.agentId === dash.current()?.agentId;
         const label = statusLabel(r);
         const needsYou = r.status === "waiting" && r.live;
-        const text = fit(`${r.place.slice(0, 10).padEnd(10)} ${r.name.slice(0, 10).padEnd(10)} ${r.agentType.slice(0, 8).padEnd(8)} ${label.padEnd(15)} ${r.idle}`, listWidth - 2);
+        const text = fit(`${r.place.slice(0, 10).padEnd(10)} ${r.name.slice(0, 10).padEnd(10)} ${r.agentType.slice(0, 8).padEnd(8)} ${label.padEnd(15)} ${r.idle.padEnd(6)} ${r.cost}`, listWidth - 2);
         return h(
           Text,
           { key: r.agentId, inverse: selected, bold: needsYou },

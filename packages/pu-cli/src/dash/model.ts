@@ -2,6 +2,7 @@
 // the rows of the agent list from the live status reports, and who just started waiting.
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
 import { withHostState } from "@pu/core/status-label";
+import { formatCost } from "@pu/core/usage";
 import { formatDuration } from "../format.js";
 
 export interface DashRow {
@@ -24,6 +25,10 @@ export interface DashRow {
   /** The host it runs on (absent: this machine), and whether that host answers now. */
   host?: string;
   hostState?: "connected" | "unreachable";
+  /** What it cost so far: `$0.42`, `?` for a model without a price, `-` when its CLI left no record. */
+  cost: string;
+  /** pu stopped its turn at its budget. */
+  overBudget: boolean;
 }
 
 function row(projectRoot: string, place: string, agent: AgentView, worktreeId?: string): DashRow {
@@ -36,6 +41,8 @@ function row(projectRoot: string, place: string, agent: AgentView, worktreeId?: 
     status: agent.suspended ? "benched" : agent.status,
     idle: agent.idleSeconds === null ? "-" : formatDuration(agent.idleSeconds),
     live: agent.live,
+    cost: agent.usage ? formatCost(agent.usage.costUsd) : "-",
+    overBudget: agent.budget?.exceededAt !== undefined && agent.status !== "broken",
   };
   if (worktreeId) r.worktreeId = worktreeId;
   if (typeof agent.model === "string" && agent.model) r.model = agent.model;
@@ -84,6 +91,7 @@ export function statusLabel(r: DashRow): string {
 
 function localLabel(r: DashRow): string {
   if (r.finishedBy !== undefined) return "broken (done)";
+  if (r.overBudget) return "budget";
   if (r.status !== "waiting" || !r.waitingReason) return r.status;
   if (r.waitingReason === "turn_end") return "waiting (done)";
   if (r.waitingReason === "permission") return "waiting (permission)";

@@ -28,7 +28,12 @@ export async function handleGroupList(services: EngineServices, req: RequestOf<"
 }
 
 export async function handleGroupStatus(services: EngineServices, req: RequestOf<"group_status">): Promise<ResultOf<"group_status">> {
-  return groupView(services.groups.find(await services.state.project(req.projectRoot), req.groupId));
+  const root = await services.state.project(req.projectRoot);
+  const view = groupView(services.groups.find(root, req.groupId));
+  // What each member cost (`pu group compare`).
+  const figures = await services.usage.figuresOf(root, view.members.flatMap((m) => (m.agentId ? [m.agentId] : [])));
+  for (const member of view.members) member.usage = member.agentId ? (figures.get(member.agentId) ?? null) : null;
+  return view;
 }
 
 export async function handleGroupCancel(services: EngineServices, req: RequestOf<"group_cancel">): Promise<ResultOf<"group_cancel">> {

@@ -6,5 +6,5 @@ export async function handlePlanStatus(services: EngineServices, req: RequestOf<
   const root = await services.state.project(req.projectRoot);
   const sessionId = validatePlanSessionId(req.sessionId);
   const [summary, design] = await Promise.all([services.plans.summary(root, sessionId), services.plans.design(root, sessionId)]);
-  return { ...summary, design };
+  return { ...summary, design, usage: await services.usage.ownerFigures(root, { kind: "plan", id: sessionId }) };
 }

@@ -60,7 +60,9 @@ interface ProjectUsage {
   /** Why usage.json could not be read: reported, and never overwritten. */
   problem?: string;
   dirty: boolean;
-  prices?: { book: PriceBook; at: number };
+  prices?: { book: PriceBook; daily?: BudgetLimit; at: number };
+  /** The UTC day whose daily budget was found spent (told once a day). */
+  dailySpentOn?: string;
 }
 
 /** The figures of a set of tallies: tokens, calls, and cost (null when a model has no price). */
@@ -100,6 +102,8 @@ export class UsageService {
   private persistTimer?: NodeJS.Timeout;
   private polling = false;
   private ownerOf: OwnerLookup = () => undefined;
+  /** Told when a project's daily budget (`budgets.daily` in config) is spent. */
+  private dailySpent: (root: string, message: string) => void = () => undefined;
   /** Told when an agent's figures or budget state change (status streams). */
   private changed: (root: string) => void = () => undefined;
 
@@ -144,6 +148,10 @@ export class UsageService {
 
   onChange(listener: (root: string) => void): void {
     this.changed = listener;
+  }
+
+  onDailyBudgetSpent(listener: (root: string, message: string) => void): void {
+    this.dailySpent = listener;
   }
 
   async stop(): Promise<void> {
@@ -261,12 +269,15 @@ export class UsageService {
     const now = Date.now();
     if (project.prices && now - project.prices.at < PRICES_MS) return project.prices.book;
     let overrides = {};
+    let daily: BudgetLimit | undefined;
     try {
-      overrides = (await loadConfig(root)).prices;
+      const config = await loadConfig(root);
+      overrides = config.prices;
+      daily = config.budgets?.daily;
     } catch {
       // a broken config is reported where it is used; the table alone prices meanwhile
     }
-    project.prices = { book: new PriceBook(overrides), at: now };
+    project.prices = { book: new PriceBook(overrides), at: now, ...(daily ? { daily } : {}) };
     return project.prices.book;
   }
 
@@ -292,7 +303,10 @@ export class UsageService {
           }
         }
       }
-      for (const root of changedRoots) this.changed(root);
+      for (const root of changedRoots) {
+        this.changed(root);
+        await this.checkDailyBudget(root);
+      }
     } finally {
       this.polling = false;
     }
@@ -355,6 +369,23 @@ export class UsageService {
         agent.sources.set(source.key, source);
       }
     }
+  }
+
+  /** Today's figures of the whole project against `budgets.daily`: told once a day when spent. */
+  private async checkDailyBudget(root: string): Promise<void> {
+    const project = await this.project(root);
+    const prices = await this.pricesOf(root, project);
+    const daily = project.prices?.daily;
+    const today = new Date().toISOString().slice(0, 10);
+    if (!daily || project.dailySpentOn === today) return;
+    const totals = emptyTotals();
+    for (const entry of Object.values(project.file.agents)) for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices, (day) => day === today);
+    if (!isOver(daily, totals)) return;
+    project.dailySpentOn = today;
+    const spent = `${budgetTokens(totals)} tokens${totals.costUsd === null ? "" : `, $${totals.costUsd.toFixed(2)}`}`;
+    const message = `the daily budget (${describeBudget(daily)}) is spent today (${spent}): the queue is paused; raise budgets.daily in .pu/config.yaml or wait for tomorrow (UTC), then pu queue resume`;
+    this.log.event("daily_budget_spent", { projectRoot: root, tokens: budgetTokens(totals), costUsd: totals.costUsd, daily });
+    this.dailySpent(root, message);
   }
 
   private totalsOf(entry: AgentUsage, prices: PriceBook): Totals {
@@ -420,6 +451,32 @@ export class UsageService {
     };
     if (entry.budget) view.budget = { ...entry.budget };
     return view;
+  }
+
+  /** The figures of these agents (null: no record found), for `pu group compare` and `pu plan show`. */
+  async figuresOf(root: string, agentIds: readonly string[]): Promise<Map<string, AgentUsageView["usage"]>> {
+    const project = await this.project(root);
+    const prices = await this.pricesOf(root, project);
+    const figures = new Map<string, AgentUsageView["usage"]>();
+    for (const id of agentIds) {
+      const entry = project.file.agents[id];
+      figures.set(id, entry ? this.view(entry, this.totalsOf(entry, prices)).usage : null);
+    }
+    return figures;
+  }
+
+  /** What every agent of one ticket, group or plan used, as recorded while they ran (null: none recorded). */
+  async ownerFigures(root: string, owner: UsageOwner): Promise<AgentUsageView["usage"]> {
+    const project = await this.project(root);
+    const prices = await this.pricesOf(root, project);
+    const totals = emptyTotals();
+    let any = false;
+    for (const entry of Object.values(project.file.agents)) {
+      if (entry.owner?.kind !== owner.kind || entry.owner.id !== owner.id || Object.keys(entry.sources).length === 0) continue;
+      any = true;
+      for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
+    }
+    return any ? { input: totals.input, output: totals.output, cacheRead: totals.cacheRead, cacheWrite: totals.cacheWrite, reasoning: totals.reasoning, calls: totals.calls, costUsd: totals.costUsd } : null;
   }
 
   /** Each agent's figures and budget added to a status report (from memory: no file is read). */
@@ -509,12 +566,12 @@ export class UsageService {
   }
 }
 
-function isOver(budget: AgentBudget, totals: Totals): boolean {
+function isOver(budget: BudgetLimit, totals: Totals): boolean {
   if (budget.maxTokens !== undefined && budgetTokens(totals) >= budget.maxTokens) return true;
   return budget.maxCost !== undefined && totals.costUsd !== null && totals.costUsd >= budget.maxCost;
 }
 
-function describeBudget(budget: AgentBudget): string {
+function describeBudget(budget: BudgetLimit): string {
   const parts: string[] = [];
   if (budget.maxTokens !== undefined) parts.push(`${budget.maxTokens} tokens`);
   if (budget.maxCost !== undefined) parts.push(`$${budget.maxCost}`);

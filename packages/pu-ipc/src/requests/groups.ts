@@ -1,5 +1,6 @@
 // Multi-agent groups: one task fanned out to several agent types, models or prompts, compared,
 // one picked. Each request: its schema and its result (default client timeouts: request-timeouts.ts).
+import type { UsageFigures } from "./usage.js";
 import { z } from "zod";
 import { AGGREGATE_MODES, GROUP_KINDS, JOIN_MODES, type DiffStat, type MemberState } from "@pu/core/group";
 import { Name, ProjectRoot, Text, req } from "../fields.js";
@@ -62,6 +63,8 @@ export interface GroupMemberView {
   outputSource: "file" | "screen" | "none" | null;
   /** 1 = the judge's first choice. */
   judgeRank: number | null;
+  /** Tokens and cost its agent's CLI recorded (null: no record; absent from an older daemon). */
+  usage?: UsageFigures | null;
 }
 
 export interface GroupView {

@@ -1,5 +1,6 @@
 // Plan sessions: goal → explorers → plan → workers on a task graph → verification.
 // Each request: its schema and its result (default client timeouts: request-timeouts.ts).
+import type { UsageFigures } from "./usage.js";
 import { z } from "zod";
 import { ProjectRoot, AgentId, Text, req } from "../fields.js";
 
@@ -57,6 +58,8 @@ export interface PlanView {
   failure: string | null;
   /** What is wrong with the task graph on disk now (a cycle, a blockedBy naming no task). */
   problems: string[];
+  /** Tokens and cost of its explorers, workers and verifiers so far (null: none recorded; absent from an older daemon). */
+  usage?: UsageFigures | null;
 }
 
 /** A session `pu plan list` could not read, with the file and what is wrong with it. */

@@ -3,6 +3,7 @@
 // send a prompt, bench/play, kill (confirmed: a kill loses the agent's unsaved session).
 import type { AgentView, WorktreeView } from "@pu/ipc/protocol";
 import { statusLabel } from "@pu/core/status-label";
+import { formatCost } from "@pu/core/usage";
 import { call } from "./api.js";
 import { clear, duration, h } from "./dom.js";
 import { store } from "./store.js";
@@ -64,6 +65,7 @@ function agentRow(project: string, agent: AgentView): HTMLElement {
     h("span", { className: "agent-name" }, h("a", { href: `#/agent/${agent.id}` }, agent.name), h("small", {}, ` ${agent.id} · ${agent.agentType}${agent.host ? ` · on ${agent.host}` : ""}`)),
     h("span", { className: `status status-${agent.status}`, "data-status": label }, label),
     h("span", { className: "idle", title: "idle" }, duration(agent.idleSeconds)),
+    h("span", { className: "cost", title: agent.usage === null ? "no usage record" : agent.usage?.costUsd === null ? "a model without a price" : "cost so far" }, agent.usage ? formatCost(agent.usage.costUsd) : "-"),
     agentActions(project, agent),
     agent.lastScreenLine ? h("div", { className: "screen-line" }, agent.lastScreenLine) : null,
   );

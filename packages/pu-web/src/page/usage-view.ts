@@ -1,6 +1,8 @@
-// `pu stats` for every project: runs, successes, failures and time per tool and model as a
+// `pu usage` and `pu stats` for every project: tokens and cost per model and per agent (from
+// the agent CLIs' records), then runs, successes, failures and time per tool and model as a
 // table, and the same runs as a bar chart (successes and failures stacked).
-import type { StatsRow } from "@pu/ipc/protocol";
+import { formatCost, formatTokens } from "@pu/core/usage";
+import type { StatsRow, UsageResult } from "@pu/ipc/protocol";
 import { call } from "./api.js";
 import { clear, duration, h, svg } from "./dom.js";
 import { store } from "./store.js";
@@ -23,6 +25,21 @@ function chart(rows: StatsRow[]): SVGElement {
   return root;
 }
 
+function tokensTable(result: UsageResult, first: string): HTMLElement {
+  const row = (cells: (string | number)[]) => h("tr", {}, ...cells.map((c) => h("td", {}, String(c))));
+  const figures = (r: UsageResult["total"]) => [formatTokens(r.input), formatTokens(r.cacheRead), formatTokens(r.cacheWrite), formatTokens(r.output), r.calls, formatCost(r.costUsd)];
+  return h(
+    "div",
+    { className: "table-scroll" },
+    h(
+      "table",
+      { className: `tokens tokens-by-${result.by}` },
+      h("thead", {}, h("tr", {}, ...[first, "Input", "Cache read", "Cache write", "Output", "Calls", "Cost"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, ...result.rows.map((r) => row([result.by === "agent" ? `${r.label} (${r.key})` : r.key, ...figures(r)])), row(["total", ...figures(result.total)])),
+    ),
+  );
+}
+
 export function renderUsage(view: HTMLElement): () => void {
   clear(view);
   const list = h("div", {}, h("p", {}, "Loading usage…"));
@@ -30,7 +47,19 @@ export function renderUsage(view: HTMLElement): () => void {
   void (async () => {
     try {
       const all = await Promise.all(store.roots().map((root) => call("stats", { projectRoot: root })));
+      const tokens = await Promise.all(store.roots().map(async (root) => [await call("usage", { projectRoot: root, by: "model" }), await call("usage", { projectRoot: root, by: "agent" })] as const));
       clear(list);
+      for (const [byModel, byAgent] of tokens) {
+        list.append(
+          h(
+            "section",
+            { className: "usage-tokens", "data-project": byModel.projectRoot },
+            h("h3", {}, byModel.projectRoot, h("small", {}, " tokens and cost")),
+            byModel.rows.length === 0 ? h("p", { className: "empty" }, "No usage recorded yet.") : h("div", {}, tokensTable(byModel, "Model"), tokensTable(byAgent, "Agent")),
+            byModel.unknownAgents > 0 ? h("p", { className: "empty" }, `${byModel.unknownAgents} agent(s) left no usage record (unknown, not counted).`) : null,
+          ),
+        );
+      }
       for (const result of all) {
         const rows = result.rows;
         list.append(

@@ -125,10 +125,21 @@ export abstract class QueueDispatch {
     if (watcher) this.watchers.set(root, watcher);
   }
 
+  /** Projects whose daily budget is spent today, and what to tell a person (`pu queue`, `pu dash`). */
+  protected readonly budgetProblems = new Map<string, string>();
+
+  /** A project's daily budget is spent: the queue pauses (all of it: its slots are shared) and says why. */
+  async budgetSpent(root: string, message: string): Promise<void> {
+    this.budgetProblems.set(root, message);
+    if (!this.paused) await this.setPaused(true);
+  }
+
   async setPaused(paused: boolean): Promise<boolean> {
     await this.store.update((s) => {
       s.paused = paused;
     });
+    // Resuming is a person's answer to a spent budget too.
+    if (!paused) this.budgetProblems.clear();
     this.state.log.event(paused ? "queue_paused" : "queue_resumed", {});
     this.state.events.emit("queue_paused", { paused });
     if (!paused) {

@@ -149,6 +149,7 @@ export class QueueService extends QueueSteps {
         problems.push({ file: configPath(root), message: `${(err as Error).message} (its tickets do not start)` });
       }
     }
+    for (const [root, message] of this.budgetProblems) problems.push({ file: configPath(root), message });
     waiting.sort(compareTickets);
     const used = this.slots.used();
     const status: QueueStatus = {
