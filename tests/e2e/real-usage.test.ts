@@ -180,4 +180,18 @@ describe("a budget", () => {
     expect(after.budget).toMatchObject({ maxTokens: 100000 });
     expect((after.budget as { exceededAt?: string }).exceededAt).toBeUndefined();
   }, STEP_TIMEOUT_MS);
+
+  it("a spent daily budget pauses the queue with a problem line", async () => {
+    // Today this project has already used well over 1,000 tokens (the test above).
+    writeFileSync(path.join(sandbox.root, ".pu/config.yaml"), "budgets:\n  daily: { maxTokens: 1000 }\n");
+    const queue = await waitFor("the queue paused for the daily budget", async () => {
+      const q = await sandbox.puJson<{ paused: boolean; problems: { message: string }[] }>(["queue"]);
+      return q.paused ? q : undefined;
+    }, 30_000, 500);
+    expect(queue.problems.map((p) => p.message)).toEqual([expect.stringMatching(/^the daily budget \(max 1000 tokens\) is spent today \(\d+ tokens.*\): the queue is paused/)]);
+    await sandbox.ok(["queue", "resume"]);
+    const resumed = await sandbox.puJson<{ paused: boolean; problems: unknown[] }>(["queue"]);
+    expect(resumed).toMatchObject({ paused: false, problems: [] });
+  }, STEP_TIMEOUT_MS);
 });
+

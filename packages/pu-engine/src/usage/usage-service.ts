@@ -101,6 +101,7 @@ export class UsageService {
   private pollTimer?: NodeJS.Timeout;
   private persistTimer?: NodeJS.Timeout;
   private polling = false;
+  private polls = 0;
   private ownerOf: OwnerLookup = () => undefined;
   /** Told when a project's daily budget (`budgets.daily` in config) is spent. */
   private dailySpent: (root: string, message: string) => void = () => undefined;
@@ -303,10 +304,11 @@ export class UsageService {
           }
         }
       }
-      for (const root of changedRoots) {
-        this.changed(root);
-        await this.checkDailyBudget(root);
-      }
+      for (const root of changedRoots) this.changed(root);
+      // New figures, or (every few seconds) a config whose daily budget changed under them.
+      this.polls += 1;
+      const roots = this.polls % 10 === 0 ? new Set([...changedRoots, ...[...this.tracked.values()].map((a) => a.root)]) : changedRoots;
+      for (const root of roots) await this.checkDailyBudget(root);
     } finally {
       this.polling = false;
     }
