@@ -23,6 +23,7 @@ const BENCHMARKS = [
   { name: "queue", load: () => import("./queue.mjs") },
   { name: "web", load: () => import("./web.mjs") },
   { name: "hosts", load: () => import("./hosts.mjs") },
+  { name: "usage", load: () => import("./usage.mjs") },
 ];
 
 /** bench/ipc.mjs (written with pu-ipc) reports its own shape; turn it into table rows. */

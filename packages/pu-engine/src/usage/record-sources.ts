@@ -4,7 +4,8 @@
  * after a daemon restart) and then only what was appended; its tally is always the whole
  * source's, so replacing a stored tally never counts anything twice.
  */
-import { open, readdir, stat } from "node:fs/promises";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import { open, readdir } from "node:fs/promises";
 import path from "node:path";
 import Database from "better-sqlite3";
 import {
@@ -49,37 +50,40 @@ class JsonlSource implements RecordSource {
     return this.current;
   }
 
+  // Synchronous on purpose: a stat and a small read cost microseconds, far less than the thread
+  // pool's hand-offs of the async calls (this runs for every followed record every second).
   async poll(): Promise<boolean> {
-    let size: number;
+    let fd: number;
     try {
-      size = (await stat(this.file)).size;
+      fd = openSync(this.file, "r");
     } catch {
       return false; // gone (or not yet there): the last tally stands
     }
-    if (size < this.offset) {
-      // Rewritten shorter: read it again from the start.
-      this.offset = 0;
-      this.partial = "";
-      this.current = {};
-      this.reader = this.newReader();
-    }
-    if (size === this.offset) return false;
-    const length = Math.min(size - this.offset, READ_CHUNK_BYTES);
-    const buffer = Buffer.alloc(length);
-    const handle = await open(this.file, "r");
-    let read = 0;
+    let text: string;
     try {
-      read = (await handle.read(buffer, 0, length, this.offset)).bytesRead;
+      const size = fstatSync(fd).size;
+      if (size < this.offset) {
+        // Rewritten shorter: read it again from the start.
+        this.offset = 0;
+        this.partial = "";
+        this.current = {};
+        this.reader = this.newReader();
+      }
+      if (size === this.offset) return false;
+      const buffer = Buffer.allocUnsafe(Math.min(size - this.offset, READ_CHUNK_BYTES));
+      const read = readSync(fd, buffer, 0, buffer.length, this.offset);
+      this.offset += read;
+      text = this.partial + buffer.toString("utf8", 0, read);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
-    this.offset += read;
-    const text = this.partial + buffer.subarray(0, read).toString("utf8");
     const lines = text.split("\n");
     // The last piece has no newline yet: the CLI is still writing it.
     this.partial = lines.pop() ?? "";
     let changed = false;
     for (const line of lines) {
+      // Most lines (prompts, tool output) carry no usage: not parsed at all.
+      if (!line.includes('"usage"') && !line.includes('"token_count"') && !line.includes('"turn_context"')) continue;
       for (const { call, calls } of this.reader.line(line)) {
         addToTally(this.current, call, calls);
         changed = true;
