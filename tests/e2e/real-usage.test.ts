@@ -181,6 +181,28 @@ describe("a budget", () => {
     expect((after.budget as { exceededAt?: string }).exceededAt).toBeUndefined();
   }, STEP_TIMEOUT_MS);
 
+  it("a step over its budget: the turn is interrupted and the ticket waits for a decision", async () => {
+    mkdirSync(path.join(sandbox.root, ".pu/workflows"), { recursive: true });
+    writeFileSync(
+      path.join(sandbox.root, ".pu/workflows/SPEND.yaml"),
+      'steps:\n  - name: work\n    agent: claude\n    prompt: "RUN: sleep 8 RUN: echo past-step-budget > past.txt USAGE: in=1000 out=100 SAY: unreachable"\n    max_tokens: 1000\n',
+    );
+    await sandbox.ok(["trust"]);
+    const created = await sandbox.puJson<{ ticket: { id: string } }>(["ticket", "create", "spend a little", "--type", "SPEND", "--max-cost", "50"]);
+    const review = await waitFor("the ticket to wait for a decision", async () => {
+      const list = await sandbox.puJson<{ reviews: { ticketId: string; lastMessage: string | null; agentId: string | null }[] }>(["review", "list"]);
+      return list.reviews.find((r) => r.ticketId === created.ticket.id && r.lastMessage);
+    }, TURN_TIMEOUT_MS, 500).catch(async (error) => {
+      console.log(await sandbox.ok(["queue"]), await sandbox.ok(["status"]), JSON.stringify(server.requests.map((r) => [r.reply, r.command, r.replyText, (r.lastUserText ?? "").slice(-120)])));
+      throw error;
+    });
+    expect(review.lastMessage).toBe("needs a decision: step work: stopped at its budget (max 1000 tokens / $50)");
+    expect(server.requests.filter((r) => r.command === "echo past-step-budget > past.txt")).toEqual([]);
+    const agent = await sandbox.agent(review.agentId!);
+    expect(agent.live).toBe(true);
+    await sandbox.ok(["ticket", "cancel", created.ticket.id]);
+  }, STEP_TIMEOUT_MS);
+
   it("a spent daily budget pauses the queue with a problem line", async () => {
     // Today this project has already used well over 1,000 tokens (the test above).
     writeFileSync(path.join(sandbox.root, ".pu/config.yaml"), "budgets:\n  daily: { maxTokens: 1000 }\n");

@@ -64,6 +64,9 @@ export const TicketFrontmatterSchema = z.looseObject({
   model: z.string().min(1).refine((v) => !isFlagLike(v), FLAG_LIKE_MESSAGE).optional(),
   /** Ticket variables for the workflow's prompt templates (`{{NAME}}`). */
   vars: z.record(z.string(), z.string()).optional(),
+  /** The ticket's budget over all its steps (USD, and tokens: all the provider reported). */
+  max_cost: z.number().positive().optional(),
+  max_tokens: z.number().int().positive().optional(),
 });
 export type TicketFrontmatter = z.infer<typeof TicketFrontmatterSchema>;
 

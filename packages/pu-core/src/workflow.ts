@@ -36,6 +36,9 @@ export const WorkflowStepSchema = z.object({
   max_retries: z.number().int().min(0).max(20).default(2),
   review: z.enum(REVIEW_KINDS).optional(),
   timeout_minutes: z.number().positive().optional(),
+  /** The step's budget (USD, and tokens: all the provider reported): crossed, its turn is interrupted and the ticket waits for a decision. */
+  max_cost: z.number().positive().optional(),
+  max_tokens: z.number().int().positive().optional(),
   /** A multi-agent step (issue 13): the ticket goes on when the group is done. */
   type: z.enum(GROUP_STEP_TYPES).optional(),
   /** A group step whose members may share the ticket's worktree. */

@@ -141,7 +141,10 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Group members wait in the ledger's line for slots; the queue's group steps run through the groups.
     groups = new GroupService(state, operatorState, slots);
     const groupService = groups;
-    const workQueue = new QueueService(state, operatorState, slots, groupService);
+    // Usage: read from the agent CLIs' records; tickets' and steps' budgets are set on their agents.
+    const usage = new UsageService(state, log);
+    usageService = usage;
+    const workQueue = new QueueService(state, operatorState, slots, groupService, usage);
     queue = workQueue;
     await workQueue.load();
     // Plan workers take the same slots and wait while automatic work is paused.
@@ -152,10 +155,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     hostLinks = new HostLinks(log, home);
     const remote = new RemoteAgentService(home, hostService, hostLinks, log);
     await remote.load();
-    // Status streams carry the hosts' agents too, and hear when a host's report changes.
-    // Usage: read from the agent CLIs' records; each status report carries every agent's figures.
-    const usage = new UsageService(state, log);
-    usageService = usage;
+    // Each status report carries every agent's figures (and, below, the hosts' agents).
     usage.setOwnerLookup((root, agentId) => {
       const owner = ownedWorkIn({ queue: workQueue, groups: groupService, plans: planService }, root).agent(agentId);
       return owner ? { kind: owner.kind, id: owner.id } : undefined;
@@ -163,6 +163,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     usage.onChange((root) => statusWatch!.externalChange(root, []));
     usage.onDailyBudgetSpent((root, message) => void workQueue.budgetSpent(root, message).catch((error) => log!.event("queue_pause_failed", { projectRoot: root, error })));
     usage.start();
+    // Status streams carry the hosts' agents too, and hear when a host's report changes.
     statusWatch.setOverlay((report) => usage.decorate(remote.overlay(report)));
     remote.onChange((root, changes) => statusWatch!.externalChange(root, changes));
     // We hold the pid file, so any socket file is a leftover of a dead daemon.

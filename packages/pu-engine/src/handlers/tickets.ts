@@ -30,6 +30,8 @@ export async function handleTicketCreate(services: EngineServices, req: RequestO
     description,
     ...(req.agent !== undefined ? { agent: req.agent } : {}),
     ...(req.model !== undefined ? { model: req.model } : {}),
+    ...(req.maxCost !== undefined ? { max_cost: req.maxCost } : {}),
+    ...(req.maxTokens !== undefined ? { max_tokens: req.maxTokens } : {}),
     },
     // Written through pu for its person (or by an agent of theirs): trusted as written; a later hand edit asks again.
     (written, file) => services.state.trust.trust(root, [ticketTrustItem(root, written, file)]),

@@ -424,6 +424,15 @@ export class UsageService {
     if (live && live.session.exitCode === null) {
       const keys = interruptKeysOf(agent.agentType);
       keys.forEach((key, i) => setTimeout(() => live.session.exitCode === null && live.session.write(key), i * 150));
+      // A CLI with turn hooks says nothing when its turn is interrupted (Claude runs no Stop hook
+      // then): pu ended the turn, so pu says it ended — the queue's step and triggers go on.
+      if (live.hooked) {
+        setTimeout(() => {
+          if (live.session.exitCode !== null) return;
+          live.turnSignal = { kind: "turn_end", at: Date.now() };
+          this.state.events.emit("agent_turn_signal", { live });
+        }, keys.length * 150 + 300);
+      }
     }
     this.log.event("budget_exceeded", { projectRoot: agent.root, agentId: agent.agentId, tokens: budgetTokens(totals), costUsd: totals.costUsd, budget });
     await this.persist(agent.root);
@@ -443,6 +452,34 @@ export class UsageService {
     await this.persist(root);
     this.changed(root);
     return this.view(entry, totals);
+  }
+
+  /**
+   * A ticket step's limits on its agent: the ticket's over all the agent spent, the step's over
+   * what it spent before the step; the lower of the two. No limit set leaves the agent's own.
+   */
+  async limitStep(root: string, agentId: string, limits: { ticket: BudgetLimit; step: BudgetLimit }): Promise<void> {
+    const { ticket, step } = limits;
+    if (ticket.maxCost === undefined && ticket.maxTokens === undefined && step.maxCost === undefined && step.maxTokens === undefined) return;
+    const project = await this.writable(root);
+    const entry = project.file.agents[agentId];
+    const spent = entry ? this.totalsOf(entry, await this.pricesOf(root, project)) : emptyTotals();
+    const lower = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
+    const budget: AgentBudget = {};
+    const maxTokens = lower(ticket.maxTokens, step.maxTokens === undefined ? undefined : budgetTokens(spent) + step.maxTokens);
+    const maxCost = lower(ticket.maxCost, step.maxCost === undefined ? undefined : (spent.costUsd ?? 0) + step.maxCost);
+    if (maxTokens !== undefined) budget.maxTokens = maxTokens;
+    if (maxCost !== undefined) budget.maxCost = maxCost;
+    const target = entry ?? this.entryOf(project, { agentId, name: agentId, agentType: "unknown", startedAtMs: Date.now() });
+    target.budget = budget;
+    project.dirty = true;
+    await this.persist(root);
+  }
+
+  /** Why the agent was stopped at its budget ("max $0.5", …), or undefined while it is under it. */
+  overBudget(agentId: string): string | undefined {
+    const entry = [...this.projects.values()].find((p) => Object.hasOwn(p.file.agents, agentId))?.file.agents[agentId];
+    return entry?.budget?.exceededAt ? describeBudget(entry.budget) : undefined;
   }
 
   /** `pu send` to an agent stopped for its budget: one line saying how to go on. */

@@ -16,6 +16,9 @@ export const TicketCreateRequest = req("ticket_create", {
   description: Text.optional(),
   agent: Name.optional(),
   model: Name.optional(),
+  /** The ticket's budget over all its steps: crossed, its agent's turn is interrupted and the ticket waits for a decision. */
+  maxCost: z.number().positive().max(1_000_000).optional(),
+  maxTokens: z.number().int().positive().optional(),
   /** Set by the CLI inside a pu agent (PU_AGENT_ID): the ticket is that agent's ticket's output. */
   callerAgentId: AgentId.optional(),
 });

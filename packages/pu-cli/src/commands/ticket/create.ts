@@ -1,5 +1,6 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
+import { positiveNumberOption, wholeNumberOption } from "../../number-options.js";
 import { PuCommand } from "../../pu-command.js";
 import { readFileOption } from "../../read-file-option.js";
 import { CliUsageError } from "../../usage-error.js";
@@ -20,6 +21,7 @@ export default class TicketCreateCommand extends PuCommand {
     examples: [
       ["A feature", "$0 ticket create 'Add dark mode' --type FEAT --priority P1"],
       ["A fix with a description from a file", "$0 ticket create 'Crash on empty input' --type FIX --file bug.md"],
+      ["At most $3 of tokens; past it the ticket waits for your review", "$0 ticket create 'Port the parser' --type FEAT --max-cost 3"],
     ],
   });
 
@@ -29,10 +31,14 @@ export default class TicketCreateCommand extends PuCommand {
   file = Option.String("--file", { description: "Read the description from this file (- for stdin)" });
   agent = Option.String("--agent", { description: "Agent type for this ticket (else the workflow's, the preferred tool, the default agent)" });
   model = Option.String("--model", { description: "Model for this ticket's agent" });
+  maxCost = Option.String("--max-cost", { description: "Budget in US dollars over all the ticket's steps (crossed: the turn is interrupted, the ticket waits for review)" });
+  maxTokens = Option.String("--max-tokens", { description: "Budget in tokens (input, cache, output) over all the ticket's steps" });
 
   async run(): Promise<number> {
     const priority = this.priority.toUpperCase();
     if (!(PRIORITIES as readonly string[]).includes(priority)) throw new CliUsageError(`--priority must be one of ${PRIORITIES.join(", ")}`);
+    const maxCost = positiveNumberOption("--max-cost", this.maxCost);
+    const maxTokens = wholeNumberOption("--max-tokens", this.maxTokens, 1);
     const description = this.file !== undefined ? readFileOption(this.file) : undefined;
     const projectRoot = this.projectRoot();
     const result = await withDaemon((client) =>
@@ -44,6 +50,8 @@ export default class TicketCreateCommand extends PuCommand {
         ...(description !== undefined ? { description } : {}),
         ...(this.agent !== undefined ? { agent: this.agent } : {}),
         ...(this.model !== undefined ? { model: this.model } : {}),
+        ...(maxCost !== undefined ? { maxCost } : {}),
+        ...(maxTokens !== undefined ? { maxTokens } : {}),
         ...(process.env.PU_AGENT_ID ? { callerAgentId: process.env.PU_AGENT_ID } : {}),
       }),
     );

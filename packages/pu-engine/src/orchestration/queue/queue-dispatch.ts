@@ -3,6 +3,7 @@
  * and launched. The steps of a claimed ticket are QueueSteps' (queue-steps.ts), restart,
  * reviews and the public answers QueueService's (queue-service.ts).
  */
+import type { UsageService } from "../../usage/usage-service.js";
 import { randomBytes } from "node:crypto";
 import type { FSWatcher } from "node:fs";
 import path from "node:path";
@@ -47,6 +48,8 @@ export abstract class QueueDispatch {
     protected readonly slots: SlotLedger,
     /** A ticket's group step runs through the group service. */
     protected readonly groups: GroupService,
+    /** Budgets of tickets and steps are set on, and read off, their agents. */
+    protected readonly budgets: UsageService,
   ) {
     // Registered first: a change the ledger hears starts a dispatch pass before the other launchers look.
     slots.onChange((reason) => this.dispatchSoon(reason));

@@ -99,10 +99,14 @@ export abstract class QueueSteps extends QueueDispatch {
     const vars = await this.stepVars(run, ticket, step);
     const prompt = renderTemplate(step.prompt, vars).text.trimEnd();
     let text = extra ? `${extra}\n\n${prompt}` : prompt;
+    await this.budgets.limitStep(run.root, live.agentId, { ticket: { maxCost: ticket.max_cost, maxTokens: ticket.max_tokens }, step: { maxCost: step.max_cost, maxTokens: step.max_tokens } });
     for (let attempt = 0; ; attempt++) {
       const answered = await this.stepTurn(run, live, step, text);
       if (answered === "stopped") return { kind: "stopped" };
       if (answered !== "waiting") return { kind: "failed", message: answered };
+      // pu interrupted the turn at the ticket's or the step's budget: a person decides (approve goes on).
+      const over = this.budgets.overBudget(live.agentId);
+      if (over) return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name}: stopped at its budget (${over})`);
       const problem = await this.checkStep(run, live, step, attempt);
       if (problem === undefined) break;
       if (attempt < step.max_retries) {

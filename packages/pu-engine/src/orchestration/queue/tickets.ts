@@ -174,6 +174,8 @@ export interface NewTicket {
   description: string;
   agent?: string;
   model?: string;
+  max_cost?: number;
+  max_tokens?: number;
 }
 
 /**
