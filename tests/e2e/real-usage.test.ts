@@ -8,6 +8,7 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { UsageFigures } from "@pu/ipc/protocol";
 import { startModelServer, type ModelServer } from "../model-server/server.js";
 import { agentHome, type RealAgent } from "../real-agents/homes.js";
 import { RealAgentSandbox } from "../real-agents/sandbox.js";
@@ -16,15 +17,7 @@ import { waitFor } from "../helpers/wait-for.js";
 const TURN_TIMEOUT_MS = 90_000;
 const STEP_TIMEOUT_MS = 4 * 60_000;
 
-interface Figures {
-  input: number;
-  output: number;
-  cacheRead: number;
-  cacheWrite: number;
-  reasoning: number;
-  calls: number;
-  costUsd: number | null;
-}
+type Figures = UsageFigures;
 
 // What each API's usage means once normalized: the server reports in=100 cache_read=300
 // cache_write=40 out=20 reasoning=3 per answer. Claude's Messages API reports all four apart
@@ -60,25 +53,32 @@ async function setUp(agent: RealAgent, server: ModelServer): Promise<RealAgentSa
   return sandbox;
 }
 
+/** A model server and a sandbox whose agents reach it, for one describe block; torn down after it, leaving nothing running. */
+function withRealAgent(agent: RealAgent): { server: () => ModelServer; sandbox: () => RealAgentSandbox } {
+  let server: ModelServer | undefined;
+  let sandbox: RealAgentSandbox | undefined;
+  beforeAll(async () => {
+    server = await startModelServer({ logFile: process.env.PU_MODEL_SERVER_LOG });
+    sandbox = await setUp(agent, server);
+  }, STEP_TIMEOUT_MS);
+  afterAll(async () => {
+    const leftovers = sandbox ? await sandbox.teardown() : [];
+    await server?.close();
+    expect(leftovers).toEqual([]);
+  }, STEP_TIMEOUT_MS);
+  return { server: () => server!, sandbox: () => sandbox! };
+}
+
 const usageOf = async (sandbox: RealAgentSandbox, agentId: string) => (await sandbox.agent(agentId)).usage as Figures | null | undefined;
 
 for (const agent of ["claude", "codex", "opencode"] as const) {
   describe(`usage of real ${agent}`, () => {
+    const suite = withRealAgent(agent);
     let server: ModelServer;
     let sandbox: RealAgentSandbox;
+    beforeAll(() => ({ server, sandbox } = { server: suite.server(), sandbox: suite.sandbox() }));
     let agentId = "";
     const first = FIRST_CALL[agent];
-
-    beforeAll(async () => {
-      server = await startModelServer({ logFile: process.env.PU_MODEL_SERVER_LOG });
-      sandbox = await setUp(agent, server);
-    }, STEP_TIMEOUT_MS);
-
-    afterAll(async () => {
-      const leftovers = sandbox ? await sandbox.teardown() : [];
-      await server?.close();
-      expect(leftovers).toEqual([]);
-    }, STEP_TIMEOUT_MS);
 
     it("counts the spawn prompt's turn (a tool call with text, then the answer) call by call", async () => {
       const prompt = "NOTE: running it now RUN: echo counted USAGE: in=100 out=20 cache_read=300 cache_write=40 reasoning=3 SAY: first answer";
@@ -137,19 +137,10 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
 }
 
 describe("a budget", () => {
+  const suite = withRealAgent("claude");
   let server: ModelServer;
   let sandbox: RealAgentSandbox;
-
-  beforeAll(async () => {
-    server = await startModelServer({ logFile: process.env.PU_MODEL_SERVER_LOG });
-    sandbox = await setUp("claude", server);
-  }, STEP_TIMEOUT_MS);
-
-  afterAll(async () => {
-    const leftovers = sandbox ? await sandbox.teardown() : [];
-    await server?.close();
-    expect(leftovers).toEqual([]);
-  }, STEP_TIMEOUT_MS);
+  beforeAll(() => ({ server, sandbox } = { server: suite.server(), sandbox: suite.sandbox() }));
 
   it("stops a running multi-call turn before its next model call, keeps the agent, and refuses pu send until raised", async () => {
     // The first call alone reports 1,100 tokens; its tool runs 8 s, and a second call would follow it.
