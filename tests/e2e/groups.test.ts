@@ -160,7 +160,7 @@ describe("multi-agent groups", { timeout: 240_000 }, () => {
     expect(table).toHaveLength(4);
     for (const line of table) expect(line).toMatch(/broken \(done\)\s.*stopped by group/);
     const compare = await sb.ok(["group", "compare", started.groupId]);
-    expect(compare).toMatch(/VARIANT\s+AGENT\s+MODEL\s+STATE\s+TIME\s+FILES\s+\+\/-\s+GATE\s+RANK/);
+    expect(compare).toMatch(/VARIANT\s+AGENT\s+MODEL\s+STATE\s+TIME\s+COST\s+FILES\s+\+\/-\s+GATE\s+RANK/);
     expect(compare).toMatch(/beta:big:0\s+beta\s+big\s+done/);
     // collect names no winner: pick asks for one.
     const pick = await sb.pu(["group", "pick", started.groupId]);

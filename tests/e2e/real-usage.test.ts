@@ -124,6 +124,12 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       expect(afterKill.rows).toHaveLength(1);
       expect(afterKill.rows[0]).toMatchObject({ key: agentId, ...expected, calls: 3 });
       expect(afterKill.total.costUsd).toBeCloseTo(cost, 10);
+      // The exit also went into state.json's per-tool statistics (pu stats), read to the end first.
+      const stats = await waitFor("the exit in pu stats", async () => {
+        const doc = await sandbox.puJson<{ rows: { tool: string; tokens: number | null; costUsd: number | null }[] }>(["stats"]);
+        return doc.rows.find((r) => r.tool === agent && r.tokens !== null);
+      }, 20_000, 250);
+      expect(stats.tokens).toBe(expected.input + expected.cacheRead + expected.cacheWrite + expected.output);
 
       await sandbox.ok(["daemon", "stop"]);
       const afterRestart = await sandbox.puJson<{ rows: (Figures & { key: string })[]; total: Figures }>(["usage", "--by", "model"]);
@@ -193,6 +199,29 @@ describe("a budget", () => {
     expect(agent.live).toBe(true);
     await sandbox.ok(["ticket", "cancel", created.ticket.id]);
   }, STEP_TIMEOUT_MS);
+
+  it("a group over its budget: the running member is interrupted and no further member starts", async () => {
+    // One member at a time, so the second one's start comes after the first one spent the budget.
+    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
+    const variants = ["one", "two"].map((name) => {
+      const file = path.join(sandbox.base, `variant-${name}.md`);
+      writeFileSync(file, `variant ${name}`);
+      return ["--prompt-file", file];
+    });
+    const prompt = "RUN: sleep 8 RUN: echo past-group-budget > g.txt USAGE: in=1000 out=100 SAY: unreachable";
+    const started = await sandbox.puJson<{ groupId: string }>(["group", "run", prompt, "--agent", "claude", ...variants.flat(), "--max-tokens", "1000"]);
+    const ended = await waitFor("the group to end", async () => {
+      const group = await sandbox.puJson<{ phase: string; members: { variant: string; state: string; reason: string | null; usage?: { calls: number } | null }[] }>(["group", "status", started.groupId]);
+      return ["complete", "failed", "cancelled"].includes(group.phase) ? group : undefined;
+    }, 3 * TURN_TIMEOUT_MS, 1000);
+    const states = ended.members.map((m) => [m.state, m.reason ?? ""]);
+    expect(states.filter(([state]) => state === "cancelled")).toEqual([["cancelled", expect.stringMatching(/^not started: the group's budget is spent \(max 1000 tokens, spent 1100 tokens/)]]);
+    expect(ended.members.find((m) => m.state !== "cancelled")?.usage?.calls).toBe(1);
+    expect(server.requests.filter((r) => r.command === "echo past-group-budget > g.txt")).toEqual([]);
+    const compare = await sandbox.ok(["group", "compare", started.groupId]);
+    expect(compare).toMatch(/COST/);
+    await sandbox.ok(["group", "cancel", started.groupId]).catch(() => "");
+  }, 4 * TURN_TIMEOUT_MS);
 
   it("a spent daily budget pauses the queue with a problem line", async () => {
     // Today this project has already used well over 1,000 tokens (the test above).

@@ -98,6 +98,9 @@ export const GroupSettingsSchema = z.looseObject({
   shared_worktree: z.string().nullish(),
   /** The branch every member's worktree starts from. */
   base_branch: z.string().nullish(),
+  /** The group's budget over all its members (USD, and tokens: all the provider reported). */
+  max_cost: z.number().positive().nullish(),
+  max_tokens: z.number().int().positive().nullish(),
 });
 export type GroupSettings = z.infer<typeof GroupSettingsSchema>;
 

@@ -57,6 +57,14 @@ export const LlmModelUsageSchema = z.looseObject({
   success_count: Count.optional(),
   failure_count: Count.optional(),
   total_time_secs: Count.optional(),
+  /** Tokens the agents' CLIs recorded (pu's usage readers), summed over the runs that left a record. */
+  input_tokens: Count.optional(),
+  output_tokens: Count.optional(),
+  cache_read_tokens: Count.optional(),
+  cache_write_tokens: Count.optional(),
+  /** Their cost in US dollars, over the runs whose models have a price (`cost_unknown_count` the others). */
+  cost_usd: z.number().min(0).optional(),
+  cost_unknown_count: Count.optional(),
 });
 export type LlmModelUsage = z.infer<typeof LlmModelUsageSchema>;
 
@@ -66,6 +74,14 @@ export const LlmToolUsageSchema = z.looseObject({
   success_count: Count.optional(),
   failure_count: Count.optional(),
   total_time_secs: Count.optional(),
+  /** Tokens the agents' CLIs recorded (pu's usage readers), summed over the runs that left a record. */
+  input_tokens: Count.optional(),
+  output_tokens: Count.optional(),
+  cache_read_tokens: Count.optional(),
+  cache_write_tokens: Count.optional(),
+  /** Their cost in US dollars, over the runs whose models have a price (`cost_unknown_count` the others). */
+  cost_usd: z.number().min(0).optional(),
+  cost_unknown_count: Count.optional(),
   last_used: z.string(),
   model_usage: z.record(z.string(), LlmModelUsageSchema).optional(),
 });
@@ -139,6 +155,8 @@ export interface UsageRecord {
   succeeded: boolean;
   seconds: number;
   at: Date;
+  /** What the run's CLI recorded using; absent when it left no record (unknown, not 0). */
+  tokens?: { input: number; output: number; cacheRead: number; cacheWrite: number; costUsd: number | null };
 }
 
 /**
@@ -161,5 +179,13 @@ export function recordUsage(state: OperatorState, usage: UsageRecord): void {
     if (usage.succeeded) counts.success_count = (counts.success_count ?? 0) + 1;
     else counts.failure_count = (counts.failure_count ?? 0) + 1;
     counts.total_time_secs = (counts.total_time_secs ?? 0) + seconds;
+    const tokens = usage.tokens;
+    if (!tokens) continue;
+    counts.input_tokens = (counts.input_tokens ?? 0) + tokens.input;
+    counts.output_tokens = (counts.output_tokens ?? 0) + tokens.output;
+    counts.cache_read_tokens = (counts.cache_read_tokens ?? 0) + tokens.cacheRead;
+    counts.cache_write_tokens = (counts.cache_write_tokens ?? 0) + tokens.cacheWrite;
+    if (tokens.costUsd === null) counts.cost_unknown_count = (counts.cost_unknown_count ?? 0) + 1;
+    else counts.cost_usd = (counts.cost_usd ?? 0) + tokens.costUsd;
   }
 }

@@ -168,11 +168,11 @@ export function openCodeMessageCall(data: string, createdMs: number): UsageCall 
   const cache = record(tokens.cache);
   const reasoning = num(tokens.reasoning);
   const model = typeof message.modelID === "string" && message.modelID !== "" ? message.modelID : "unknown";
-  return {
-    model,
-    day: dayOf(createdMs, today()),
-    tokens: { input: num(tokens.input), cacheRead: num(cache.read), cacheWrite: num(cache.write), output: num(tokens.output) + reasoning, reasoning },
-  };
+  const counts: TokenCounts = { input: num(tokens.input), cacheRead: num(cache.read), cacheWrite: num(cache.write), output: num(tokens.output) + reasoning, reasoning };
+  // A message still streaming has no figures yet: not a call until it has some (or completed).
+  const completed = record(message.time).completed !== undefined;
+  if (!completed && TOKEN_FIELDS.every((f) => counts[f] === 0)) return undefined;
+  return { model, day: dayOf(createdMs, today()), tokens: counts };
 }
 
 /**

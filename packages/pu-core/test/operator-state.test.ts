@@ -116,4 +116,29 @@ describe("operator state.json", () => {
     // What it writes is a valid state file.
     expect(parseOperatorState(serializeOperatorState(state), "s.json")).toEqual(state);
   });
+
+  it("recordUsage adds the tokens and cost a run's CLI recorded as optional fields; a run without a price counts apart", () => {
+    const state = emptyOperatorState();
+    const at = new Date("2026-11-26T02:00:00Z");
+    const tokens = { input: 100, output: 20, cacheRead: 300, cacheWrite: 40, costUsd: 0.5 };
+    recordUsage(state, { project: "/p", tool: "claude", model: "default", succeeded: true, seconds: 10, at, tokens });
+    recordUsage(state, { project: "/p", tool: "claude", model: "default", succeeded: true, seconds: 10, at, tokens: { ...tokens, costUsd: null } });
+    // A run whose CLI left no record adds its count only.
+    recordUsage(state, { project: "/p", tool: "claude", model: "default", succeeded: true, seconds: 10, at });
+    const model = state.project_llm_stats?.["/p"]?.tool_usage?.claude?.model_usage?.default;
+    expect(model).toEqual({
+      model: "default",
+      ticket_count: 3,
+      success_count: 3,
+      total_time_secs: 30,
+      input_tokens: 200,
+      output_tokens: 40,
+      cache_read_tokens: 600,
+      cache_write_tokens: 80,
+      cost_usd: 0.5,
+      cost_unknown_count: 1,
+    });
+    expect(parseOperatorState(serializeOperatorState(state), "s.json")).toEqual(state);
+  });
 });
+

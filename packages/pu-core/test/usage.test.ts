@@ -65,6 +65,13 @@ describe("OpenCode messages", () => {
     expect(budgetTokens(call!.tokens)).toBe(463);
   });
 
+  it("a message still streaming (no figures, not completed) is not a call yet", () => {
+    const streaming = JSON.stringify({ role: "assistant", modelID: "m", tokens: { input: 0, output: 0, reasoning: 0, cache: { write: 0, read: 0 } }, time: { created: 1 } });
+    expect(openCodeMessageCall(streaming, 0)).toBeUndefined();
+    const done = JSON.stringify({ role: "assistant", modelID: "m", tokens: { input: 0, output: 0, reasoning: 0, cache: { write: 0, read: 0 } }, time: { created: 1, completed: 2 } });
+    expect(openCodeMessageCall(done, 0)?.tokens.input).toBe(0);
+  });
+
   it("skips user messages and bad JSON", () => {
     expect(openCodeMessageCall(JSON.stringify({ role: "user" }), 0)).toBeUndefined();
     expect(openCodeMessageCall("{not json", 0)).toBeUndefined();

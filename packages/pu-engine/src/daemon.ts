@@ -139,11 +139,11 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // One ledger of launch capacity: tickets, group members and plan workers all count against it.
     const slots = new SlotLedger(state, operatorState);
     // Group members wait in the ledger's line for slots; the queue's group steps run through the groups.
-    groups = new GroupService(state, operatorState, slots);
-    const groupService = groups;
-    // Usage: read from the agent CLIs' records; tickets' and steps' budgets are set on their agents.
+    // Usage: read from the agent CLIs' records; budgets of tickets, steps and groups are counted on their agents.
     const usage = new UsageService(state, log);
     usageService = usage;
+    groups = new GroupService(state, operatorState, slots, usage);
+    const groupService = groups;
     const workQueue = new QueueService(state, operatorState, slots, groupService, usage);
     queue = workQueue;
     await workQueue.load();
@@ -164,7 +164,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     usage.onDailyBudgetSpent((root, message) => void workQueue.budgetSpent(root, message).catch((error) => log!.event("queue_pause_failed", { projectRoot: root, error })));
     usage.start();
     // Status streams carry the hosts' agents too, and hear when a host's report changes.
-    statusWatch.setOverlay((report) => usage.decorate(remote.overlay(report)));
+    statusWatch.setOverlay((report) => usage.decorate(remote.overlay(report)), (root) => usage.prepare(root));
     remote.onChange((root, changes) => statusWatch!.externalChange(root, changes));
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });

@@ -103,6 +103,8 @@ export class StatusWatch {
   private readonly unsubscribe: (() => void)[];
   /** Adds what runs elsewhere (agents on hosts) to every pushed report; set by daemon.ts. */
   private overlay: (report: StatusReport) => StatusReport = (report) => report;
+  /** Readies what the overlay reads for a project (its usage file, the price table) before a report a person asked for. */
+  private prepare: (root: string) => Promise<void> = () => Promise.resolve();
 
   constructor(private readonly state: EngineState) {
     this.unsubscribe = [
@@ -119,6 +121,7 @@ export class StatusWatch {
    * carry them), or the one asked for (AGENT_NOT_FOUND when it is not there).
    */
   async report(root: string, agentId?: string): Promise<StatusReport> {
+    await this.prepare(root).catch(() => undefined);
     const report = this.overlay(buildStatusReport(this.state, await this.state.store.read(root)));
     if (agentId === undefined) return report;
     const narrowed = narrowToAgent(report, agentId);
@@ -127,8 +130,9 @@ export class StatusWatch {
   }
 
   /** Every report pushed to subscribers passes through `overlay` (the hosts' agents added). */
-  setOverlay(overlay: (report: StatusReport) => StatusReport): void {
+  setOverlay(overlay: (report: StatusReport) => StatusReport, prepare?: (root: string) => Promise<void>): void {
     this.overlay = overlay;
+    if (prepare) this.prepare = prepare;
   }
 
   /** Something outside this machine's sessions changed (a host's report): subscribers hear of it. */
@@ -269,6 +273,7 @@ export class StatusWatch {
     if (!set) this.subscribers.set(root, (set = new Set()));
     const sub: Subscriber = { requestId, ctx };
     set.add(sub);
+    await this.prepare(root).catch(() => undefined);
     ctx.onClose(() => {
       set.delete(sub);
       if (set.size === 0 && this.subscribers.get(root) === set) this.subscribers.delete(root);

@@ -19,6 +19,8 @@ export async function handleGroupRun(services: EngineServices, req: RequestOf<"g
     ...(req.timeoutMinutes !== undefined ? { timeoutMinutes: req.timeoutMinutes } : {}),
     ...(req.judge !== undefined ? { judge: req.judge } : {}),
     ...(req.base !== undefined ? { base: req.base } : {}),
+    ...(req.maxCost !== undefined ? { maxCost: req.maxCost } : {}),
+    ...(req.maxTokens !== undefined ? { maxTokens: req.maxTokens } : {}),
   });
   return groupView(group);
 }

@@ -1,5 +1,6 @@
 // stats, stats_prefer: usage per project, tool and model (state.json's project_llm_stats).
 import { loadConfig, resolveAgentType } from "@pu/core/config";
+import type { LlmModelUsage } from "@pu/core/operator-state";
 import type { RequestOf, ResultOf, StatsRow } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
 
@@ -19,11 +20,20 @@ export async function handleStats(services: EngineServices, req: RequestOf<"stat
         failures: model.failure_count ?? 0,
         totalSeconds: model.total_time_secs ?? 0,
         lastUsed: tool.last_used,
+        ...tokenFigures(model),
       });
     }
   }
   rows.sort((a, b) => a.tool.localeCompare(b.tool) || a.model.localeCompare(b.model));
   return { project: root, stats, rows };
+}
+
+/** Tokens and cost of a model's runs, as state.json keeps them (older files have none). */
+function tokenFigures(model: LlmModelUsage): Pick<StatsRow, "tokens" | "costUsd"> {
+  const parts = [model.input_tokens, model.output_tokens, model.cache_read_tokens, model.cache_write_tokens];
+  if (parts.every((n) => n === undefined)) return { tokens: null, costUsd: null };
+  const priced = model.cost_usd !== undefined && !model.cost_unknown_count;
+  return { tokens: parts.reduce<number>((sum, n) => sum + (n ?? 0), 0), costUsd: priced ? (model.cost_usd ?? 0) : null };
 }
 
 export async function handleStatsPrefer(services: EngineServices, req: RequestOf<"stats_prefer">): Promise<ResultOf<"stats_prefer">> {

@@ -5,7 +5,7 @@
  * never 0. Tokens are summed per model and day before they are priced, so the table's base
  * rates apply (its long-context tiers are per request and cannot be told apart in a sum).
  */
-import { calcPrice } from "@pydantic/genai-prices";
+import type { calcPrice as CalcPrice } from "@pydantic/genai-prices";
 import type { ModelPrice } from "@pu/core/config";
 import type { TokenCounts } from "@pu/core/usage";
 
@@ -19,9 +19,22 @@ function baseRate(value: unknown): number | undefined {
   return undefined;
 }
 
+// The table is ≈ 0.8 MB of code: loaded after the daemon is up, not on its way to listening.
+let calcPrice: typeof CalcPrice | undefined;
+let loading: Promise<void> | undefined;
+
+/** Loads the price table once; PriceBooks made before it is in price only from config. */
+export function loadPriceTable(): Promise<void> {
+  loading ??= import("@pydantic/genai-prices").then((table) => {
+    calcPrice = table.calcPrice;
+  });
+  return loading;
+}
+
 /** The table's rates for a model, or null when it does not know the model. */
 function tableRates(model: string): Rates | null {
-  let found: ReturnType<typeof calcPrice> = null;
+  if (!calcPrice) return null;
+  let found: ReturnType<typeof CalcPrice> = null;
   try {
     found = calcPrice({ input_tokens: 1, output_tokens: 1 }, model);
   } catch {
@@ -53,7 +66,8 @@ export class PriceBook {
     let rates = this.rates.get(model);
     if (rates === undefined) {
       rates = tableRates(model);
-      this.rates.set(model, rates);
+      // Not remembered before the table is in: it may know the model.
+      if (calcPrice) this.rates.set(model, rates);
     }
     return rates;
   }

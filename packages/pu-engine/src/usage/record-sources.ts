@@ -7,7 +7,8 @@
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { open, readdir } from "node:fs/promises";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { createRequire } from "node:module";
+import type BetterSqlite3 from "better-sqlite3";
 import {
   ClaudeRecordReader,
   CodexRecordReader,
@@ -141,15 +142,19 @@ interface MessageRow {
   data: string;
 }
 
+// The native SQLite binding is loaded when an OpenCode agent first needs it, not at daemon start.
+const requireModule = createRequire(import.meta.url);
+
 /** OpenCode's database, opened read-only once per file and shared by its agents. */
 export class OpenCodeDatabase {
-  private handle: Database.Database | undefined;
+  private handle: BetterSqlite3.Database | undefined;
 
   constructor(readonly file: string) {}
 
-  private db(): Database.Database | undefined {
+  private db(): BetterSqlite3.Database | undefined {
     if (this.handle) return this.handle;
     try {
+      const Database = requireModule("better-sqlite3") as typeof BetterSqlite3;
       this.handle = new Database(this.file, { readonly: true, fileMustExist: true });
       this.handle.pragma("busy_timeout = 200");
     } catch {

@@ -21,7 +21,7 @@ import type { AgentUsageView, StatusReport, UsageRow, UsageResult, UsageGrouping
 import type { DaemonLog } from "../daemon-log.js";
 import type { EngineState } from "../state.js";
 import { buildEnv } from "../agents/launch-command.js";
-import { PriceBook } from "./prices.js";
+import { PriceBook, loadPriceTable } from "./prices.js";
 import {
   OpenCodeDatabase,
   START_SLACK_MS,
@@ -98,6 +98,10 @@ export class UsageService {
   private readonly databases = new Map<string, OpenCodeDatabase>();
   /** Codex rollouts and OpenCode sessions already given to an agent. */
   private readonly claimed = new Set<string>();
+  /** Budgets of groups (and plans), by `root\0kind:id`. */
+  private readonly ownerBudgets = new Map<string, { root: string; owner: UsageOwner; limit: BudgetLimit; spentAt?: string }>();
+  /** Owners named before the agent's entry existed (its start is announced just after). */
+  private readonly pendingOwners = new Map<string, UsageOwner>();
   private readonly file = new LockedFile();
   private readonly unsubscribe: (() => void)[] = [];
   private pollTimer?: NodeJS.Timeout;
@@ -237,6 +241,11 @@ export class UsageService {
     const existing = project.file.agents[agent.agentId];
     if (existing) return existing;
     const created: AgentUsage = { name: agent.name, agentType: agent.agentType, startedAt: new Date(agent.startedAtMs).toISOString(), sources: {} };
+    const owner = this.pendingOwners.get(agent.agentId);
+    if (owner) {
+      created.owner = owner;
+      this.pendingOwners.delete(agent.agentId);
+    }
     project.file.agents[agent.agentId] = created;
     return created;
   }
@@ -269,6 +278,7 @@ export class UsageService {
   }
 
   private async pricesOf(root: string, project: ProjectUsage): Promise<PriceBook> {
+    await loadPriceTable();
     const now = Date.now();
     if (project.prices && now - project.prices.at < PRICES_MS) return project.prices.book;
     // Parsing the config is the costly part: only when the file changed.
@@ -319,6 +329,7 @@ export class UsageService {
       // New figures, or (every few seconds) a config whose daily budget changed under them.
       const roots = this.polls % 10 === 0 ? new Set([...changedRoots, ...[...this.tracked.values()].map((a) => a.root)]) : changedRoots;
       for (const root of roots) await this.checkDailyBudget(root);
+      for (const root of changedRoots) await this.enforceOwnerBudgets(root);
     } finally {
       this.polling = false;
     }
@@ -386,8 +397,10 @@ export class UsageService {
 
   private async budgeted(agent: TrackedAgent): Promise<boolean> {
     const project = await this.project(agent.root);
-    const budget = project.file.agents[agent.agentId]?.budget;
-    return (budget !== undefined && !budget.exceededAt) || project.prices?.daily !== undefined;
+    const entry = project.file.agents[agent.agentId];
+    const budget = entry?.budget;
+    const owner = entry?.owner;
+    return (budget !== undefined && !budget.exceededAt) || project.prices?.daily !== undefined || (owner !== undefined && this.ownerBudgets.has(`${agent.root}\0${owner.kind}:${owner.id}`));
   }
 
   /** Today's figures of the whole project against `budgets.daily`: told once a day when spent. */
@@ -420,22 +433,67 @@ export class UsageService {
     if (!isOver(budget, totals)) return;
     budget.exceededAt = new Date().toISOString();
     project.dirty = true;
-    const live = this.state.sessions.get(agent.agentId);
-    if (live && live.session.exitCode === null) {
-      const keys = interruptKeysOf(agent.agentType);
-      keys.forEach((key, i) => setTimeout(() => live.session.exitCode === null && live.session.write(key), i * 150));
-      // A CLI with turn hooks says nothing when its turn is interrupted (Claude runs no Stop hook
-      // then): pu ended the turn, so pu says it ended — the queue's step and triggers go on.
-      if (live.hooked) {
-        setTimeout(() => {
-          if (live.session.exitCode !== null) return;
-          live.turnSignal = { kind: "turn_end", at: Date.now() };
-          this.state.events.emit("agent_turn_signal", { live });
-        }, keys.length * 150 + 300);
-      }
-    }
+    this.interrupt(agent.agentId, agent.agentType);
     this.log.event("budget_exceeded", { projectRoot: agent.root, agentId: agent.agentId, tokens: budgetTokens(totals), costUsd: totals.costUsd, budget });
     await this.persist(agent.root);
+  }
+
+  /**
+   * Stops the agent's turn the way a person would: its CLI's interrupt key. A CLI with turn hooks
+   * says nothing when its turn is interrupted (Claude runs no Stop hook then): pu ended the turn,
+   * so pu says it ended — a queue step, a group's join and triggers go on.
+   */
+  private interrupt(agentId: string, agentType: string): void {
+    const live = this.state.sessions.get(agentId);
+    if (!live || live.session.exitCode !== null) return;
+    const keys = interruptKeysOf(agentType);
+    keys.forEach((key, i) => setTimeout(() => live.session.exitCode === null && live.session.write(key), i * 150));
+    if (!live.hooked) return;
+    setTimeout(() => {
+      if (live.session.exitCode !== null) return;
+      live.turnSignal = { kind: "turn_end", at: Date.now() };
+      this.state.events.emit("agent_turn_signal", { live });
+    }, keys.length * 150 + 300);
+  }
+
+  /** Why a group (or plan) may start nothing more: its agents together reached `limit`; undefined while under it. */
+  async ownerOver(root: string, owner: UsageOwner, limit: OwnerLimit): Promise<string | undefined> {
+    const figures = await this.ownerFigures(root, owner);
+    const budget = limitOf(limit);
+    if (!figures || !isOver(budget, { ...figures, costUsd: figures.costUsd })) return undefined;
+    return `${describeBudget(budget)}, spent ${budgetTokens(figures)} tokens${figures.costUsd === null ? "" : ` / $${figures.costUsd.toFixed(2)}`}`;
+  }
+
+  /** A group's agent, started: counted toward the group's budget, and interrupted with the rest once it is spent. */
+  limitOwner(root: string, owner: UsageOwner, agentId: string, limit: OwnerLimit): void {
+    this.ownerBudgets.set(`${root}\0${owner.kind}:${owner.id}`, { root, owner, limit: limitOf(limit) });
+    void this.project(root).then((project) => {
+      const entry = project.file.agents[agentId];
+      if (entry && !entry.owner) {
+        entry.owner = owner;
+        project.dirty = true;
+      }
+      if (!entry) this.pendingOwners.set(agentId, owner);
+    });
+  }
+
+  /** Groups whose budget is spent: every running member's turn is interrupted, once. */
+  private async enforceOwnerBudgets(root: string): Promise<void> {
+    for (const [key, held] of this.ownerBudgets) {
+      if (held.root !== root || held.spentAt) continue;
+      const why = await this.ownerOver(root, held.owner, held.limit);
+      if (why === undefined) continue;
+      held.spentAt = new Date().toISOString();
+      this.log.event("owner_budget_spent", { projectRoot: root, owner: held.owner, why });
+      const project = await this.project(root);
+      for (const [agentId, entry] of Object.entries(project.file.agents)) {
+        if (entry.owner?.kind !== held.owner.kind || entry.owner.id !== held.owner.id) continue;
+        entry.budget = { ...entry.budget, exceededAt: held.spentAt };
+        project.dirty = true;
+        this.interrupt(agentId, entry.agentType);
+      }
+      this.ownerBudgets.set(key, held);
+    }
   }
 
   /** `pu budget` / `pu spawn --max-…`: sets the agent's limits; raising them past its figures lets it go on. */
@@ -509,6 +567,22 @@ export class UsageService {
     return view;
   }
 
+  /** An agent that just exited: its records read to the end now, and its figures (null: none found). */
+  async finalFigures(root: string, agentId: string): Promise<AgentUsageView["usage"]> {
+    const project = await this.project(root);
+    const agent = this.tracked.get(agentId);
+    const entry = project.file.agents[agentId];
+    if (agent && entry) {
+      let changed = false;
+      for (const source of agent.sources.values()) if (await source.poll()) changed = true;
+      if (changed) {
+        for (const source of agent.sources.values()) entry.sources[source.key] = source.tally();
+        project.dirty = true;
+      }
+    }
+    return entry ? this.view(entry, this.totalsOf(entry, await this.pricesOf(root, project))).usage : null;
+  }
+
   /** The figures of these agents (null: no record found), for `pu group compare` and `pu plan show`. */
   async figuresOf(root: string, agentIds: readonly string[]): Promise<Map<string, AgentUsageView["usage"]>> {
     const project = await this.project(root);
@@ -533,6 +607,11 @@ export class UsageService {
       for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
     }
     return any ? { input: totals.input, output: totals.output, cacheRead: totals.cacheRead, cacheWrite: totals.cacheWrite, reasoning: totals.reasoning, calls: totals.calls, costUsd: totals.costUsd } : null;
+  }
+
+  /** Before the first report of a project: its usage file read and prices loaded, so the report has its figures. */
+  async prepare(root: string): Promise<void> {
+    await this.pricesOf(root, await this.project(root));
   }
 
   /** Each agent's figures and budget added to a status report (from memory: no file is read). */
@@ -621,6 +700,16 @@ export class UsageService {
       this.log.event("usage_write_failed", { projectRoot: root, error });
     }
   }
+}
+
+/** A group's or plan's limits as their records keep them (null: none). */
+type OwnerLimit = { maxCost?: number | null; maxTokens?: number | null };
+
+function limitOf(limit: OwnerLimit): BudgetLimit {
+  const budget: BudgetLimit = {};
+  if (limit.maxCost != null) budget.maxCost = limit.maxCost;
+  if (limit.maxTokens != null) budget.maxTokens = limit.maxTokens;
+  return budget;
 }
 
 function configMtime(root: string): number {

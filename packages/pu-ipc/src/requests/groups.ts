@@ -28,6 +28,9 @@ export const GroupRunRequest = req("group_run", {
   judge: Name.min(1).optional(),
   /** The branch every member starts from (default: the project's current branch). */
   base: Name.min(1).optional(),
+  /** The group's budget: spent, no further member starts and the running ones are interrupted. */
+  maxCost: z.number().positive().max(1_000_000).optional(),
+  maxTokens: z.number().int().positive().optional(),
 });
 export const GroupListRequest = req("group_list", { projectRoot: ProjectRoot });
 export const GroupStatusRequest = req("group_status", { projectRoot: ProjectRoot, groupId: GroupId });

@@ -89,6 +89,9 @@ export interface StatsRow {
   failures: number;
   totalSeconds: number;
   lastUsed: string;
+  /** Tokens the runs' CLIs recorded (input, cache, output), and their cost; null when none recorded. */
+  tokens: number | null;
+  costUsd: number | null;
 }
 
 export interface QueueResults {

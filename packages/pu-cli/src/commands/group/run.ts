@@ -34,6 +34,7 @@ export default class GroupRunCommand extends PuCommand {
       ["One agent, two approaches", "$0 group run --agent claude --prompt-file a.md --prompt-file b.md"],
       ["Every agent with every prompt", "$0 group run --agents claude,codex --prompt-file a.md --prompt-file b.md --matrix"],
       ["Keep the smallest change that passes the tests", '$0 group run "make the test pass" --agents claude,codex --gate "npm test" --aggregate gate --wait'],
+      ["At most $5 for the whole group", '$0 group run "port the parser" --agents claude,codex --max-cost 5'],
     ],
   });
 
@@ -52,6 +53,8 @@ export default class GroupRunCommand extends PuCommand {
   timeout = Option.String("--timeout", { description: "Minutes a member may work before it is stopped and failed" });
   judge = Option.String("--judge", { description: "The judge's agent type (with --aggregate judge; default: the project's default agent)" });
   base = Option.String("--base", { description: "The branch every member starts from (default: the current branch)" });
+  maxCost = Option.String("--max-cost", { description: "The group's budget in US dollars: spent, no further member starts and running members are interrupted" });
+  maxTokens = Option.String("--max-tokens", { description: "The group's budget in tokens (input, cache, output), as --max-cost" });
   wait = Option.Boolean("--wait", false, { description: "Wait for the group to end and print the comparison; exit 1 unless it completes" });
 
   private kindAndPrompts(): { kind: "multi_model" | "multi_prompt" | "matrixed"; agents: string[]; prompt: string; prompts: string[] } {
@@ -97,6 +100,8 @@ export default class GroupRunCommand extends PuCommand {
       ...optional("timeoutMinutes", positiveNumberOption("--timeout", this.timeout)),
       ...(this.judge !== undefined ? { judge: this.judge } : {}),
       ...(this.base !== undefined ? { base: this.base } : {}),
+      ...optional("maxCost", positiveNumberOption("--max-cost", this.maxCost)),
+      ...optional("maxTokens", wholeNumberOption("--max-tokens", this.maxTokens, 1)),
     };
     let group: GroupView = await withDaemon((client) => client.request("group_run", fields));
     if (!this.wait) return this.report.result(group, (out) => writeGroupSummary(out, group));

@@ -1,3 +1,4 @@
+import { formatCost, formatTokens } from "@pu/core/usage";
 import { Command } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { columnLines } from "../../definition-commands.js";
@@ -21,8 +22,8 @@ export default class StatsShowCommand extends PuCommand {
       const preferred = result.stats?.preferred_tool;
       if (preferred) out.line(`preferred: ${preferred}${result.stats?.preferred_model ? ` (${result.stats.preferred_model})` : ""}`);
       if (result.rows.length === 0) return out.line("no agent runs recorded yet");
-      const rows = result.rows.map((r) => [r.tool, r.model, String(r.runs), String(r.successes), String(r.failures), `${r.totalSeconds}s`, r.lastUsed]);
-      for (const line of columnLines(["TOOL", "MODEL", "RUNS", "OK", "FAILED", "TIME", "LAST USED"], rows)) out.line(line);
+      const rows = result.rows.map((r) => [r.tool, r.model, String(r.runs), String(r.successes), String(r.failures), `${r.totalSeconds}s`, r.tokens === null ? "-" : formatTokens(r.tokens), r.tokens === null ? "-" : formatCost(r.costUsd), r.lastUsed]);
+      for (const line of columnLines(["TOOL", "MODEL", "RUNS", "OK", "FAILED", "TIME", "TOKENS", "COST", "LAST USED"], rows)) out.line(line);
     });
   }
 }

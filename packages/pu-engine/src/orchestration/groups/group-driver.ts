@@ -43,10 +43,19 @@ const JUDGE_DIFF_CHARS = 8000;
 const FIX_OUTPUT_CHARS = 2000;
 const SCREEN_LINES = 20;
 
+/** A group's budget, counted over its members (the usage service answers). */
+export interface GroupBudgets {
+  /** Why the group may start no further member ("max $1, spent $1.02"), or undefined. */
+  ownerOver(root: string, owner: { kind: "group"; id: string }, limit: { maxCost?: number | null; maxTokens?: number | null }): Promise<string | undefined>;
+  /** Its members' turns interrupted, as a person would, once the group's budget is spent. */
+  limitOwner(root: string, owner: { kind: "group"; id: string }, agentId: string, limit: { maxCost?: number | null; maxTokens?: number | null }): void;
+}
+
 export interface GroupDriverContext {
   state: EngineState;
   store: OperatorStateStore;
   slots: LaunchSlots;
+  budgets: GroupBudgets;
 }
 
 function tail(text: string, chars: number): string {
@@ -178,6 +187,14 @@ export class GroupDriver {
     }
     const { agentType, model } = parseDelegator(member.delegator_name);
     const restarted = member.agent_id != null;
+    // A spent budget starts no further member; the join goes on with the ones that ran.
+    const budget = { maxCost: this.group.settings.max_cost, maxTokens: this.group.settings.max_tokens };
+    const spent = budget.maxCost != null || budget.maxTokens != null ? await this.ctx.budgets.ownerOver(this.root, { kind: "group", id: this.id }, budget) : undefined;
+    if (spent !== undefined && !restarted) {
+      release();
+      await this.recordResult(variant, { state: "cancelled", reason: `not started: the group's budget is spent (${spent})`, output: "", output_source: "none" });
+      return;
+    }
     const prompt = restarted
       ? `${member.prompt}\n\n(pu: your previous session ended with the daemon; your worktree keeps what you did. Finish the task.)`
       : member.prompt;
@@ -203,6 +220,7 @@ export class GroupDriver {
       return;
     }
     if (model !== undefined) launched.live.model = model;
+    if (budget.maxCost != null || budget.maxTokens != null) this.ctx.budgets.limitOwner(this.root, { kind: "group", id: this.id }, launched.agentId, budget);
     this.lives.set(variant, launched.live);
     await this.update((g) => {
       const oldId = member.agent_id;

@@ -3,6 +3,7 @@
  * workflow's group step, driven by a GroupDriver each, compared, diffed and picked. The queue's
  * state store is the one writer of state.json; its LaunchSlots give members their slots.
  */
+import type { GroupBudgets } from "./group-driver.js";
 import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { loadConfig } from "@pu/core/config";
@@ -52,6 +53,9 @@ export interface GroupRunSpec {
   base?: string;
   /** Members share this worktree (a read-only workflow step). */
   sharedWorktree?: string;
+  /** The group's budget over all its members. */
+  maxCost?: number;
+  maxTokens?: number;
   ticketId?: string;
   stepName?: string;
 }
@@ -63,6 +67,8 @@ export class GroupService {
     private readonly state: EngineState,
     private readonly store: OperatorStateStore,
     private readonly slots: LaunchSlots,
+    /** A group's budget is counted over its members' usage. */
+    private readonly budgets: GroupBudgets,
   ) {}
 
   /** Groups state.json holds that pu can drive (one another tool wrote is listed as unreadable, never touched). */
@@ -95,7 +101,7 @@ export class GroupService {
   }
 
   private drive(group: GroupRecord): GroupDriver {
-    const driver = new GroupDriver({ state: this.state, store: this.store, slots: this.slots }, group);
+    const driver = new GroupDriver({ state: this.state, store: this.store, slots: this.slots, budgets: this.budgets }, group);
     this.drivers.set(group.group_id, driver);
     void driver.ended.then(() => {
       if (this.drivers.get(group.group_id) === driver) this.drivers.delete(group.group_id);
@@ -133,6 +139,8 @@ export class GroupService {
       judge_agent: spec.aggregate === "judge" ? (spec.judge ?? config.defaultAgent) : null,
       shared_worktree: spec.sharedWorktree ?? null,
       base_branch: base,
+      ...(spec.maxCost !== undefined ? { max_cost: spec.maxCost } : {}),
+      ...(spec.maxTokens !== undefined ? { max_tokens: spec.maxTokens } : {}),
     };
     const group: GroupRecord = {
       group_id: `g-${randomBytes(3).toString("hex")}`,

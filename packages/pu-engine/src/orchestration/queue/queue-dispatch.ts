@@ -76,7 +76,7 @@ export abstract class QueueDispatch {
       this.state.events.on("agent_exit", (exit) => {
         // An agent pu stopped after its work was done (finishedBy) counts as a success.
         const succeeded = exit.exitCode === 0 || exit.finishedBy !== undefined;
-        void recordAgentExit(this.state, this.store, exit, succeeded);
+        void recordAgentExit(this.state, this.store, exit, succeeded, () => this.budgets.finalFigures(exit.projectRoot, exit.agentId));
       }),
       this.state.events.on("project_added", ({ projectRoot }) => {
         void this.watchProject(projectRoot).then(() => this.kick("project added"));

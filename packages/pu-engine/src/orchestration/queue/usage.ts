@@ -1,9 +1,11 @@
 /**
  * Usage statistics: every agent exit (a person's spawn, the queue's, a group's) adds a run to
- * `project_llm_stats` in state.json, per project, tool (agent type) and model.
+ * `project_llm_stats` in state.json, per project, tool (agent type) and model, with the tokens
+ * and cost its CLI recorded (optional fields beside the counts, so older files and readers work).
  */
 import { loadConfig } from "@pu/core/config";
 import { recordUsage } from "@pu/core/operator-state";
+import type { UsageFigures } from "@pu/ipc/protocol";
 import type { EngineEventMap } from "../../engine-events.js";
 import type { EngineState } from "../../state.js";
 import type { OperatorStateStore } from "./state-store.js";
@@ -34,6 +36,8 @@ export async function recordAgentExit(
   store: OperatorStateStore,
   exit: EngineEventMap["agent_exit"],
   succeeded: boolean,
+  /** The run's tokens and cost, read to the end of its records (null: it left none). */
+  figures: () => Promise<UsageFigures | null>,
 ): Promise<void> {
   if (store.error !== undefined) {
     state.log.event("usage_not_recorded", { agentId: exit.agentId, problem: store.error });
@@ -41,8 +45,9 @@ export async function recordAgentExit(
   }
   try {
     const model = await modelOf(exit);
+    const used = await figures().catch(() => null);
     await store.update((s) =>
-      recordUsage(s, { project: exit.projectRoot, tool: exit.agentType, model, succeeded, seconds: exit.durationMs / 1000, at: new Date() }),
+      recordUsage(s, { project: exit.projectRoot, tool: exit.agentType, model, succeeded, seconds: exit.durationMs / 1000, at: new Date(), ...(used ? { tokens: used } : {}) }),
     );
   } catch (err) {
     state.log.event("usage_record_failed", { agentId: exit.agentId, error: err });
