@@ -51,20 +51,27 @@ export const CompletedTicketSchema = z.looseObject({
 });
 export type CompletedTicket = z.infer<typeof CompletedTicketSchema>;
 
+/**
+ * Tokens the agents' CLIs recorded (pu's usage readers), summed over the runs that left a record,
+ * and their cost in US dollars over the runs whose models have a price (`cost_unknown_count` the
+ * others): optional fields beside the counts, so older files and readers are unaffected.
+ */
+const TOKEN_STATS = {
+  input_tokens: Count.optional(),
+  output_tokens: Count.optional(),
+  cache_read_tokens: Count.optional(),
+  cache_write_tokens: Count.optional(),
+  cost_usd: z.number().min(0).optional(),
+  cost_unknown_count: Count.optional(),
+};
+
 export const LlmModelUsageSchema = z.looseObject({
   model: z.string(),
   ticket_count: Count.optional(),
   success_count: Count.optional(),
   failure_count: Count.optional(),
   total_time_secs: Count.optional(),
-  /** Tokens the agents' CLIs recorded (pu's usage readers), summed over the runs that left a record. */
-  input_tokens: Count.optional(),
-  output_tokens: Count.optional(),
-  cache_read_tokens: Count.optional(),
-  cache_write_tokens: Count.optional(),
-  /** Their cost in US dollars, over the runs whose models have a price (`cost_unknown_count` the others). */
-  cost_usd: z.number().min(0).optional(),
-  cost_unknown_count: Count.optional(),
+  ...TOKEN_STATS,
 });
 export type LlmModelUsage = z.infer<typeof LlmModelUsageSchema>;
 
@@ -74,14 +81,7 @@ export const LlmToolUsageSchema = z.looseObject({
   success_count: Count.optional(),
   failure_count: Count.optional(),
   total_time_secs: Count.optional(),
-  /** Tokens the agents' CLIs recorded (pu's usage readers), summed over the runs that left a record. */
-  input_tokens: Count.optional(),
-  output_tokens: Count.optional(),
-  cache_read_tokens: Count.optional(),
-  cache_write_tokens: Count.optional(),
-  /** Their cost in US dollars, over the runs whose models have a price (`cost_unknown_count` the others). */
-  cost_usd: z.number().min(0).optional(),
-  cost_unknown_count: Count.optional(),
+  ...TOKEN_STATS,
   last_used: z.string(),
   model_usage: z.record(z.string(), LlmModelUsageSchema).optional(),
 });
