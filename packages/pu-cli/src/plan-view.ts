@@ -1,5 +1,5 @@
 // How a plan session reads in text: its phase line and the task graph, one task per line.
-import { formatCost, formatTokens } from "@pu/core/usage";
+import { budgetTokens, formatCost, formatTokens } from "@pu/core/usage";
 import type { PlanView } from "@pu/ipc/protocol";
 import type { HumanOutput } from "./report.js";
 
@@ -8,7 +8,7 @@ export function writePlanSummary(out: HumanOutput, plan: PlanView): void {
   out.line(`${plan.sessionId}  ${plan.phase}${plan.phase === "EXPLORATION" ? ` (${plan.explorationStage})` : ""}  iteration ${plan.iteration}/${plan.options.max_iterations}  ${approval}`);
   out.line(`  goal: ${plan.goal.split("\n")[0]}`);
   out.line(`  branch ${plan.branch}; files ${plan.dir}`);
-  if (plan.usage) out.line(`  cost ${formatCost(plan.usage.costUsd)} (${formatTokens(plan.usage.input + plan.usage.cacheRead + plan.usage.cacheWrite + plan.usage.output)} tokens in ${plan.usage.calls} calls)`);
+  if (plan.usage) out.line(`  cost ${formatCost(plan.usage.costUsd)} (${formatTokens(budgetTokens(plan.usage))} tokens in ${plan.usage.calls} calls)`);
   if (plan.failure) out.line(`  failed: ${plan.failure}`);
   for (const problem of plan.problems) out.line(`  problem: ${problem}`);
   for (const task of plan.tasks) {

@@ -1,7 +1,7 @@
 import { escapeControlCharacters } from "@pu/core/names";
 import type { WorktreeEntry } from "@pu/core/manifest";
 import { statusLabel } from "@pu/core/status-label";
-import { formatCost, formatTokens } from "@pu/core/usage";
+import { budgetTokens, formatCost, formatTokens } from "@pu/core/usage";
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
 import { formatDuration, paint, truncate, type Style } from "./format.js";
 
@@ -72,7 +72,7 @@ function costCell(agent: AgentView): string {
   const budget = agent.budget;
   if (!budget || (budget.maxCost === undefined && budget.maxTokens === undefined)) return spent;
   if (budget.maxCost !== undefined) return `${spent}/${formatCost(budget.maxCost)}`;
-  const tokens = agent.usage ? agent.usage.input + agent.usage.cacheRead + agent.usage.cacheWrite + agent.usage.output : 0;
+  const tokens = agent.usage ? budgetTokens(agent.usage) : 0;
   return `${spent} (${formatTokens(tokens)}/${formatTokens(budget.maxTokens!)} tok)`;
 }
 

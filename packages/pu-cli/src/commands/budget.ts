@@ -1,5 +1,5 @@
 import { Command, Option } from "../clipanion.js";
-import { formatCost, formatTokens } from "@pu/core/usage";
+import { budgetTokens, formatCost, formatTokens } from "@pu/core/usage";
 import { withDaemon } from "../daemon-client.js";
 import { positiveNumberOption, wholeNumberOption } from "../number-options.js";
 import { PuCommand } from "../pu-command.js";
@@ -33,7 +33,7 @@ export default class BudgetCommand extends PuCommand {
     );
     return this.report.result(result, (out) => {
       const limits = [result.budget?.maxTokens !== undefined ? `${formatTokens(result.budget.maxTokens)} tokens` : "", result.budget?.maxCost !== undefined ? formatCost(result.budget.maxCost) : ""].filter(Boolean).join(" / ");
-      const spent = result.usage ? `${formatTokens(result.usage.input + result.usage.cacheRead + result.usage.cacheWrite + result.usage.output)} tokens, ${formatCost(result.usage.costUsd)}` : "unknown so far";
+      const spent = result.usage ? `${formatTokens(budgetTokens(result.usage))} tokens, ${formatCost(result.usage.costUsd)}` : "unknown so far";
       out.line(`${result.agentId}: budget ${limits}; spent ${spent}${result.budget?.exceededAt ? " — still over it" : ""}`);
     });
   }
