@@ -21,6 +21,7 @@ import { typeText } from "./launch-command.js";
 import { ownedNote, type OwnedWork } from "./owners.js";
 import { benchedAgentMessage, dropSession, requireSession } from "./registry.js";
 import { stopAgents, throwIfUnrecorded } from "./stop.js";
+import { noteTurnSignal } from "./turn.js";
 
 /** What a kill or suspend names: one agent, one worktree's agents, every worktree's, or all. */
 interface AgentTargets {
@@ -136,8 +137,7 @@ export class AgentService {
   async signal(agentId: string, kind: RequestOf<"agent_signal">["signal"]): Promise<ResultOf<"agent_signal">> {
     const live = await requireSession(this.state, agentId);
     if (live.session.exitCode !== null) throw new PuError("INVALID_STATE", `${agentId} has exited; its signals no longer count`);
-    live.turnSignal = { kind, at: Date.now() };
-    this.state.events.emit("agent_turn_signal", { live });
+    noteTurnSignal(this.state, live, kind);
     const readiness = sessionReadiness(live);
     return { agentId, status: readiness.status, ...(readiness.waitingReason ? { waitingReason: readiness.waitingReason } : {}) };
   }

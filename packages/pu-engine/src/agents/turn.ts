@@ -9,7 +9,8 @@
  * burst of output has been quiet for a moment (a fast agent can answer and show its
  * prompt again before the status watch ever sees it streaming).
  */
-import { submitPauseMs } from "@pu/core/agent-types";
+import { interruptKeysOf, submitPauseMs } from "@pu/core/agent-types";
+import type { TurnSignalKind } from "@pu/core/agent-readiness";
 import { deliverPrompt, type DeliverPromptOptions } from "./launch-command.js";
 import type { EngineState } from "../state.js";
 import { sessionStatus, type LiveAgent } from "../session/live-agent.js";
@@ -130,4 +131,29 @@ function finish(live: LiveAgent, outcome: TurnResult["outcome"], fromOffset: num
   };
   if (live.session.exitCode !== null) result.exitCode = live.session.exitCode;
   return result;
+}
+
+/** A turn state heard: from the CLI's own hook (`pu signal`), or from pu when pu ended the turn. */
+export function noteTurnSignal(state: EngineState, live: LiveAgent, kind: TurnSignalKind): void {
+  live.turnSignal = { kind, at: Date.now() };
+  state.events.emit("agent_turn_signal", { live });
+}
+
+/** Between interrupt keys, and after the last one before pu says the turn ended. */
+const INTERRUPT_KEY_GAP_MS = 150;
+const INTERRUPT_SETTLE_MS = 300;
+
+/**
+ * Stops the turn in progress the way a person would: the CLI's own interrupt key. A CLI with turn
+ * hooks says nothing when its turn is interrupted (Claude runs no Stop hook then): pu ended the
+ * turn, so pu says it ended — a queue step, a group's join and triggers go on.
+ */
+export function interruptTurn(state: EngineState, live: LiveAgent): void {
+  if (live.session.exitCode !== null) return;
+  const keys = interruptKeysOf(live.agentType);
+  keys.forEach((key, i) => setTimeout(() => live.session.exitCode === null && live.session.write(key), i * INTERRUPT_KEY_GAP_MS));
+  if (!live.hooked) return;
+  setTimeout(() => {
+    if (live.session.exitCode === null) noteTurnSignal(state, live, "turn_end");
+  }, keys.length * INTERRUPT_KEY_GAP_MS + INTERRUPT_SETTLE_MS);
 }

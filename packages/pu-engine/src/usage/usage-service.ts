@@ -14,13 +14,13 @@ import { loadConfig, type BudgetLimit } from "@pu/core/config";
 import { configPath } from "@pu/core/paths";
 import { PuError } from "@pu/core/errors";
 import { readTextIfExists, LockedFile } from "@pu/core/locked-file";
-import { interruptKeysOf } from "@pu/core/agent-types";
 import { ZERO_TOKENS, addTokens, budgetTokens, splitTallyKey, type TokenCounts, type UsageTally } from "@pu/core/usage";
 import { emptyUsageFile, parseUsageFile, usageFilePath, type AgentBudget, type AgentUsage, type UsageFile, type UsageOwner } from "@pu/core/usage-file";
 import type { AgentUsageView, StatusReport, UsageRow, UsageResult, UsageGrouping } from "@pu/ipc/protocol";
 import type { DaemonLog } from "../daemon-log.js";
 import type { EngineState } from "../state.js";
 import { buildEnv } from "../agents/launch-command.js";
+import { interruptTurn } from "../agents/turn.js";
 import { PriceBook, loadPriceTable } from "./prices.js";
 import {
   OpenCodeDatabase,
@@ -433,27 +433,15 @@ export class UsageService {
     if (!isOver(budget, totals)) return;
     budget.exceededAt = new Date().toISOString();
     project.dirty = true;
-    this.interrupt(agent.agentId, agent.agentType);
+    this.interrupt(agent.agentId);
     this.log.event("budget_exceeded", { projectRoot: agent.root, agentId: agent.agentId, tokens: budgetTokens(totals), costUsd: totals.costUsd, budget });
     await this.persist(agent.root);
   }
 
-  /**
-   * Stops the agent's turn the way a person would: its CLI's interrupt key. A CLI with turn hooks
-   * says nothing when its turn is interrupted (Claude runs no Stop hook then): pu ended the turn,
-   * so pu says it ended — a queue step, a group's join and triggers go on.
-   */
-  private interrupt(agentId: string, agentType: string): void {
+  /** The agent's turn, if the daemon holds it running, interrupted as a person would. */
+  private interrupt(agentId: string): void {
     const live = this.state.sessions.get(agentId);
-    if (!live || live.session.exitCode !== null) return;
-    const keys = interruptKeysOf(agentType);
-    keys.forEach((key, i) => setTimeout(() => live.session.exitCode === null && live.session.write(key), i * 150));
-    if (!live.hooked) return;
-    setTimeout(() => {
-      if (live.session.exitCode !== null) return;
-      live.turnSignal = { kind: "turn_end", at: Date.now() };
-      this.state.events.emit("agent_turn_signal", { live });
-    }, keys.length * 150 + 300);
+    if (live) interruptTurn(this.state, live);
   }
 
   /** Why a group (or plan) may start nothing more: its agents together reached `limit`; undefined while under it. */
@@ -490,7 +478,7 @@ export class UsageService {
         if (entry.owner?.kind !== held.owner.kind || entry.owner.id !== held.owner.id) continue;
         entry.budget = { ...entry.budget, exceededAt: held.spentAt };
         project.dirty = true;
-        this.interrupt(agentId, entry.agentType);
+        this.interrupt(agentId);
       }
       this.ownerBudgets.set(key, held);
     }
