@@ -94,11 +94,11 @@ class JsonlSource implements RecordSource {
   }
 }
 
-export function claudeSource(file: string): RecordSource {
+function claudeSource(file: string): RecordSource {
   return new JsonlSource(`claude:${file}`, file, () => new ClaudeRecordReader());
 }
 
-export function codexSource(file: string): RecordSource {
+function codexSource(file: string): RecordSource {
   return new JsonlSource(`codex:${file}`, file, () => new CodexRecordReader());
 }
 
@@ -135,6 +135,12 @@ class OpenCodeSource implements RecordSource {
   }
 }
 
+interface SessionRow {
+  id: string;
+  parentId: string | null;
+  createdMs: number;
+}
+
 interface MessageRow {
   id: string;
   time_created: number;
@@ -146,7 +152,7 @@ interface MessageRow {
 const requireModule = createRequire(import.meta.url);
 
 /** OpenCode's database, opened read-only once per file and shared by its agents. */
-export class OpenCodeDatabase {
+class OpenCodeDatabase {
   private handle: BetterSqlite3.Database | undefined;
 
   constructor(readonly file: string) {}
@@ -163,30 +169,22 @@ export class OpenCodeDatabase {
     return this.handle;
   }
 
-  /** Sessions started in `directory` since `sinceMs`, with their sub-sessions (subagents). */
-  sessionsIn(directory: string, sinceMs: number): { id: string; parentId: string | null; createdMs: number }[] {
+  /** Sessions started in `directory` since `sinceMs`. */
+  sessionsIn(directory: string, sinceMs: number): SessionRow[] {
+    return this.sessions("directory = ? AND time_created >= ? ORDER BY time_created", [directory, sinceMs]);
+  }
+
+  /** The sub-sessions (subagents) of these sessions. */
+  childrenOf(sessionIds: string[]): SessionRow[] {
+    if (sessionIds.length === 0) return [];
+    return this.sessions(`parent_id IN (${sessionIds.map(() => "?").join(",")})`, sessionIds);
+  }
+
+  private sessions(where: string, params: (string | number)[]): SessionRow[] {
     const db = this.db();
     if (!db) return [];
     try {
-      const roots = db
-        .prepare("SELECT id, parent_id AS parentId, time_created AS createdMs FROM session WHERE directory = ? AND time_created >= ? ORDER BY time_created")
-        .all(directory, sinceMs) as { id: string; parentId: string | null; createdMs: number }[];
-      return roots;
-    } catch {
-      return [];
-    }
-  }
-
-  childrenOf(sessionIds: string[]): { id: string; parentId: string | null; createdMs: number }[] {
-    const db = this.db();
-    if (!db || sessionIds.length === 0) return [];
-    try {
-      const marks = sessionIds.map(() => "?").join(",");
-      return db.prepare(`SELECT id, parent_id AS parentId, time_created AS createdMs FROM session WHERE parent_id IN (${marks})`).all(...sessionIds) as {
-        id: string;
-        parentId: string | null;
-        createdMs: number;
-      }[];
+      return db.prepare(`SELECT id, parent_id AS parentId, time_created AS createdMs FROM session WHERE ${where}`).all(...params) as SessionRow[];
     } catch {
       return [];
     }
@@ -208,7 +206,7 @@ export class OpenCodeDatabase {
   }
 }
 
-export function openCodeSource(db: OpenCodeDatabase, sessionId: string): RecordSource {
+function openCodeSource(db: OpenCodeDatabase, sessionId: string): RecordSource {
   return new OpenCodeSource(db, sessionId);
 }
 
@@ -227,17 +225,17 @@ function homeOf(env: NodeJS.ProcessEnv): string {
 }
 
 /** Claude Code: the session file pu named with `--session-id`. */
-export function claudeRecordFile(agent: RecordedAgent): string | undefined {
+function claudeRecordFile(agent: RecordedAgent): string | undefined {
   if (!agent.sessionId) return undefined;
   const configDir = agent.env.CLAUDE_CONFIG_DIR ?? path.join(homeOf(agent.env), ".claude");
   return path.join(configDir, "projects", claudeProjectFolder(agent.cwd), `${agent.sessionId}.jsonl`);
 }
 
-export function codexHomeOf(env: NodeJS.ProcessEnv): string {
+function codexHomeOf(env: NodeJS.ProcessEnv): string {
   return env.CODEX_HOME ?? path.join(homeOf(env), ".codex");
 }
 
-export function openCodeDatabaseFile(env: NodeJS.ProcessEnv): string {
+function openCodeDatabaseFile(env: NodeJS.ProcessEnv): string {
   const data = env.XDG_DATA_HOME ?? path.join(homeOf(env), ".local", "share");
   return path.join(data, "opencode", "opencode.db");
 }
@@ -245,7 +243,7 @@ export function openCodeDatabaseFile(env: NodeJS.ProcessEnv): string {
 const pad = (n: number) => String(n).padStart(2, "0");
 
 /** Codex's day folders (`sessions/YYYY/MM/DD`) from the agent's start to now, in UTC and local time. */
-export function codexDayFolders(codexHome: string, fromMs: number, nowMs: number): string[] {
+function codexDayFolders(codexHome: string, fromMs: number, nowMs: number): string[] {
   const folders = new Set<string>();
   for (let t = fromMs - 86_400_000; t <= nowMs + 86_400_000; t += 86_400_000) {
     const d = new Date(t);
@@ -256,7 +254,7 @@ export function codexDayFolders(codexHome: string, fromMs: number, nowMs: number
 }
 
 /** A Codex rollout's first line: whose directory and when it started. */
-export async function codexRolloutMeta(file: string): Promise<{ cwd: string; startedMs: number } | undefined> {
+async function codexRolloutMeta(file: string): Promise<{ cwd: string; startedMs: number } | undefined> {
   let handle;
   try {
     handle = await open(file, "r");
@@ -274,7 +272,7 @@ export async function codexRolloutMeta(file: string): Promise<{ cwd: string; sta
   }
 }
 
-export async function rolloutFiles(folder: string): Promise<string[]> {
+async function rolloutFiles(folder: string): Promise<string[]> {
   try {
     return (await readdir(folder)).filter((name) => name.startsWith("rollout-") && name.endsWith(".jsonl")).map((name) => path.join(folder, name));
   } catch {
@@ -287,7 +285,7 @@ export async function rolloutFiles(folder: string): Promise<string[]> {
  * latest to start before it (with some slack), so several agents in one directory (`--root`)
  * each get their own.
  */
-export function ownerByStart<T extends { startedAtMs: number }>(candidates: readonly T[], recordMs: number): T | undefined {
+function ownerByStart<T extends { startedAtMs: number }>(candidates: readonly T[], recordMs: number): T | undefined {
   let best: T | undefined;
   for (const candidate of candidates) {
     if (candidate.startedAtMs - START_SLACK_MS > recordMs) continue;
@@ -296,4 +294,76 @@ export function ownerByStart<T extends { startedAtMs: number }>(candidates: read
   return best;
 }
 
-export { START_SLACK_MS };
+/**
+ * Which records belong to which agent: each found once, never given to two agents. OpenCode's
+ * databases are opened once per file and shared.
+ */
+export class RecordFinder {
+  private readonly databases = new Map<string, OpenCodeDatabase>();
+  private readonly claimed = new Set<string>();
+
+  /**
+   * Records of `agent` not yet among `have`; `running` are all the agents being followed, so a
+   * record in a shared directory goes to the one that started last before it.
+   */
+  async discover(agent: RecordedAgent, have: ReadonlyMap<string, RecordSource>, running: readonly RecordedAgent[]): Promise<RecordSource[]> {
+    const peers = running.filter((a) => a.agentType === agent.agentType && a.cwd === agent.cwd);
+    if (agent.agentType === "claude") {
+      const file = claudeRecordFile(agent);
+      return file && !have.has(`claude:${file}`) ? [claudeSource(file)] : [];
+    }
+    if (agent.agentType === "codex") {
+      const found: RecordSource[] = [];
+      for (const folder of codexDayFolders(codexHomeOf(agent.env), agent.startedAtMs, Date.now())) {
+        for (const file of await rolloutFiles(folder)) {
+          if (this.claimed.has(`codex:${file}`)) continue;
+          const meta = await codexRolloutMeta(file);
+          if (!meta || meta.cwd !== agent.cwd || meta.startedMs < agent.startedAtMs - START_SLACK_MS) continue;
+          if (ownerByStart(peers, meta.startedMs) !== agent) continue;
+          found.push(this.claim(codexSource(file)));
+        }
+      }
+      return found;
+    }
+    if (agent.agentType === "opencode") {
+      const db = this.database(openCodeDatabaseFile(agent.env));
+      const sessions = db.sessionsIn(agent.cwd, agent.startedAtMs - START_SLACK_MS).filter((s) => s.parentId === null && ownerByStart(peers, s.createdMs) === agent);
+      const own = [...have.keys()].map((key) => key.slice(key.lastIndexOf("#") + 1));
+      const children = db.childrenOf([...own, ...sessions.map((s) => s.id)]);
+      return [...sessions, ...children].map((session) => openCodeSource(db, session.id)).filter((source) => !this.claimed.has(source.key)).map((source) => this.claim(source));
+    }
+    return [];
+  }
+
+  /** A source named in usage.json, to read again (and not to be given to another agent). */
+  fromKey(key: string): RecordSource | undefined {
+    const colon = key.indexOf(":");
+    const kind = key.slice(0, colon);
+    const rest = key.slice(colon + 1);
+    if (kind === "claude") return claudeSource(rest);
+    if (kind === "codex") return this.claim(codexSource(rest));
+    if (kind === "opencode") {
+      const hash = rest.lastIndexOf("#");
+      return this.claim(openCodeSource(this.database(rest.slice(0, hash)), rest.slice(hash + 1)));
+    }
+    return undefined;
+  }
+
+  close(): void {
+    for (const db of this.databases.values()) db.close();
+  }
+
+  private claim(source: RecordSource): RecordSource {
+    this.claimed.add(source.key);
+    return source;
+  }
+
+  private database(file: string): OpenCodeDatabase {
+    let db = this.databases.get(file);
+    if (!db) {
+      db = new OpenCodeDatabase(file);
+      this.databases.set(file, db);
+    }
+    return db;
+  }
+}

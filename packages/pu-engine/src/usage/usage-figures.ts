@@ -1,0 +1,125 @@
+/**
+ * Figures from tallies, without I/O: totals of an agent or a set of agents, whether a budget is
+ * crossed and how to say so, and `pu usage`'s roll-ups over a project's usage file.
+ */
+import type { BudgetLimit } from "@pu/core/config";
+import { ZERO_TOKENS, budgetTokens, splitTallyKey, type TokenCounts, type UsageTally } from "@pu/core/usage";
+import type { AgentUsage, UsageFile } from "@pu/core/usage-file";
+import type { UsageFigures, UsageGrouping, UsageResult, UsageRow } from "@pu/ipc/protocol";
+import type { PriceBook } from "./prices.js";
+
+/** Tokens, calls, and their cost (null when a model among them has no price). */
+export interface Totals extends TokenCounts {
+  calls: number;
+  costUsd: number | null;
+}
+
+export function emptyTotals(): Totals {
+  return { ...ZERO_TOKENS, calls: 0, costUsd: 0 };
+}
+
+function accumulate(into: Totals, counts: Readonly<TokenCounts & { calls: number }>, cost: number | null): void {
+  into.input += counts.input;
+  into.cacheRead += counts.cacheRead;
+  into.cacheWrite += counts.cacheWrite;
+  into.output += counts.output;
+  into.reasoning += counts.reasoning;
+  into.calls += counts.calls;
+  into.costUsd = into.costUsd === null || cost === null ? null : into.costUsd + cost;
+}
+
+/** Adds a tally (its days passing `keepDay`, when given) to `totals`, each model at its price. */
+export function addTally(totals: Totals, tally: UsageTally, prices: PriceBook, keepDay?: (day: string) => boolean): void {
+  for (const [key, counts] of Object.entries(tally)) {
+    const { day, model } = splitTallyKey(key);
+    if (keepDay && !keepDay(day)) continue;
+    accumulate(totals, counts, prices.cost(model, counts));
+  }
+}
+
+/** All of one agent's record sources. */
+export function totalsOf(entry: AgentUsage, prices: PriceBook): Totals {
+  const totals = emptyTotals();
+  for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
+  return totals;
+}
+
+/** What the protocol carries of totals. */
+export function figuresOf(totals: Totals): UsageFigures {
+  const { input, output, cacheRead, cacheWrite, reasoning, calls, costUsd } = totals;
+  return { input, output, cacheRead, cacheWrite, reasoning, calls, costUsd };
+}
+
+export function isOver(budget: BudgetLimit, totals: Totals): boolean {
+  if (budget.maxTokens !== undefined && budgetTokens(totals) >= budget.maxTokens) return true;
+  return budget.maxCost !== undefined && totals.costUsd !== null && totals.costUsd >= budget.maxCost;
+}
+
+/** `max 1000 tokens / $5`. */
+export function describeBudget(budget: BudgetLimit): string {
+  const parts: string[] = [];
+  if (budget.maxTokens !== undefined) parts.push(`${budget.maxTokens} tokens`);
+  if (budget.maxCost !== undefined) parts.push(`$${budget.maxCost}`);
+  return `max ${parts.join(" / ")}`;
+}
+
+/** `1100 tokens, $0.01` (the cost left out when a model has no price). */
+export function describeSpent(totals: Totals): string {
+  return `${budgetTokens(totals)} tokens${totals.costUsd === null ? "" : `, $${totals.costUsd.toFixed(2)}`}`;
+}
+
+/** A group's or plan's limits as their records keep them (null: none). */
+export type OwnerLimit = { maxCost?: number | null; maxTokens?: number | null };
+
+export function limitOf(limit: OwnerLimit): BudgetLimit {
+  const budget: BudgetLimit = {};
+  if (limit.maxCost != null) budget.maxCost = limit.maxCost;
+  if (limit.maxTokens != null) budget.maxTokens = limit.maxTokens;
+  return budget;
+}
+
+/**
+ * `pu usage`: every agent of the file, alive or gone, rolled up as asked. One pass with no
+ * allocation per tally entry: 10,000 agents answer in well under 100 ms.
+ */
+export function rollUp(file: UsageFile, prices: PriceBook, by: UsageGrouping, since: string | undefined): Omit<UsageResult, "projectRoot"> {
+  const rows = new Map<string, UsageRow & { seen: Set<string> | undefined }>();
+  const total: UsageRow = { key: "total", label: "total", agents: 0, ...emptyTotals() };
+  let unknownAgents = 0;
+  for (const agentId in file.agents) {
+    const entry = file.agents[agentId]!;
+    let known = false;
+    for (const source in entry.sources) {
+      const tally = entry.sources[source]!;
+      for (const key in tally) {
+        known = true;
+        const bar = key.indexOf("|");
+        const day = key.slice(0, bar);
+        if (since !== undefined && day < since) continue;
+        const model = key.slice(bar + 1);
+        const counts = tally[key]!;
+        const cost = prices.cost(model, counts);
+        const groupKey = by === "agent" ? agentId : by === "model" ? model : by === "day" ? day : entry.owner?.kind === by ? entry.owner.id : `(no ${by})`;
+        let row = rows.get(groupKey);
+        if (!row) {
+          row = { key: groupKey, label: by === "agent" ? entry.name : groupKey, agents: by === "agent" ? 1 : 0, ...emptyTotals(), seen: by === "agent" ? undefined : new Set() };
+          if (by === "agent") row.agentType = entry.agentType;
+          rows.set(groupKey, row);
+        }
+        row.seen?.add(agentId);
+        accumulate(row, counts, cost);
+        accumulate(total, counts, cost);
+      }
+    }
+    if (!known && (since === undefined || entry.startedAt.slice(0, 10) >= since)) unknownAgents += 1;
+  }
+  const list: UsageRow[] = [];
+  for (const { seen, ...row } of rows.values()) {
+    if (seen) row.agents = seen.size;
+    list.push(row);
+  }
+  total.agents = by === "agent" ? list.length : new Set([...rows.values()].flatMap((r) => [...(r.seen ?? [])])).size;
+  // Days in order; everything else the costliest first (unknown cost first: it may be the largest).
+  list.sort((a, b) => (by === "day" ? (a.key < b.key ? -1 : 1) : (b.costUsd ?? Number.POSITIVE_INFINITY) - (a.costUsd ?? Number.POSITIVE_INFINITY) || budgetTokens(b) - budgetTokens(a)));
+  return { by, since: since ?? null, rows: list, total, unknownAgents };
+}
