@@ -3,18 +3,11 @@
 // (j/k alternately; time from the key to the next output), and the dashboard's own CPU while
 // nothing happens. Reference for start-up: `pu status` (the table) as a whole process, same run.
 import { spawnSync } from "node:child_process";
-import { CLI_BIN, cpuSeconds, figure, isAlive, killOwned, loadPty, own, percentile, sleep, spawnAgent, startDaemon, summarize, tempWorkspace } from "./lib.mjs";
+import { CLI_BIN, cpuSeconds, figure, isAlive, killOwned, loadPty, own, percentile, sleep, spawnAgent, startDaemon, summarize, tempWorkspace, timeProcess } from "./lib.mjs";
 
 const AGENTS = 100;
 const PRESSES = 60;
 const IDLE_SECONDS = 10;
-
-function statusTime(env, cwd) {
-  const t0 = performance.now();
-  const r = spawnSync(process.execPath, [CLI_BIN, "status"], { env, cwd, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`pu status failed: ${r.stderr}`);
-  return performance.now() - t0;
-}
 
 /** The dashboard's own process: the child of `pu dash` running dist/dash/main.js. */
 function dashPid(launcherPid) {
@@ -34,7 +27,7 @@ async function oneRun(pty) {
     await sleep(1000);
     const env = { ...ws.env, PS1: "$ ", ENV: "" };
     const statusMs = [];
-    for (let i = 0; i < 5; i++) statusMs.push(statusTime(env, ws.project));
+    for (let i = 0; i < 5; i++) statusMs.push(timeProcess([process.execPath, CLI_BIN, "status"], { env, cwd: ws.project }).ms);
 
     let output = "";
     let lastOutputAt = 0;

@@ -12,7 +12,7 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import path from "node:path";
-import { CLI_BIN, connect, echoWaiter, figure, isAlive, killOwned, own, disown, percentile, sleep, startDaemon, stopDaemonByPidFile, summarize, tempWorkspace } from "./lib.mjs";
+import { CLI_BIN, connect, echoWaiter, figure, isAlive, killOwned, own, disown, percentile, sleep, startDaemon, stopDaemonByPidFile, summarize, tempWorkspace, timeProcess } from "./lib.mjs";
 
 const SSHD = "/usr/sbin/sshd";
 const KEYS = "abcdefghijklmnopqrstuvwxyz";
@@ -165,13 +165,6 @@ function sshCat(sshd, file) {
   });
 }
 
-function timed(argv, env, cwd) {
-  const start = performance.now();
-  const r = spawnSync(argv[0], argv.slice(1), { env, cwd, encoding: "utf8" });
-  if (r.status !== 0) throw new Error(`${argv.join(" ")} exited ${r.status}: ${r.stderr}`);
-  return performance.now() - start;
-}
-
 export async function run({ runs = 5, keys = 300, statusRuns = 10, throughputMiB = 50 } = {}) {
   if (!existsSync(SSHD)) throw new Error("no /usr/sbin/sshd (apt-get install openssh-server)");
   const ws = await tempWorkspace("hosts");
@@ -214,7 +207,7 @@ export async function run({ runs = 5, keys = 300, statusRuns = 10, throughputMiB
     }
 
     // `pu status` with agents on one host, then on two.
-    const statusOf = () => timed([process.execPath, CLI_BIN, "status", "--json"], { ...ws.env, PU_HOME: ws.home }, ws.project);
+    const statusOf = () => timeProcess([process.execPath, CLI_BIN, "status", "--json"], { env: { ...ws.env, PU_HOME: ws.home }, cwd: ws.project }).ms;
     const oneHost = [];
     for (let i = 0; i < statusRuns; i++) oneHost.push(statusOf());
     const second = await client.request("spawn", { projectRoot: ws.project, root: true, on: "two", command: "sleep 3600" }, { timeoutMs: 120_000 });
@@ -227,7 +220,7 @@ export async function run({ runs = 5, keys = 300, statusRuns = 10, throughputMiB
     const fresh = [];
     const control = path.join(ws.home, "ssh", "one");
     for (let r = 0; r < runs; r++) {
-      fresh.push(timed(["ssh", ...sshd.ssh("bench-host", "true")]));
+      fresh.push(timeProcess(["ssh", ...sshd.ssh("bench-host", "true")]).ms);
       spawnSync("ssh", sshd.ssh("-o", `ControlPath=${control}`, "-O", "exit", "bench-host"), { stdio: "ignore" });
       const start = performance.now();
       // Wait for the drop to be seen, then for the link to be back (status asks the host each time).

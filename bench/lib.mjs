@@ -220,6 +220,18 @@ export async function spawnAgent(client, fields) {
   return result;
 }
 
+/**
+ * Runs `argv` (a program and its arguments) to its end and times it, as a whole process; a
+ * non-zero exit is an error naming the command.
+ */
+export function timeProcess(argv, { cwd, env } = {}) {
+  const start = performance.now();
+  const r = spawnSync(argv[0], argv.slice(1), { cwd, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const ms = performance.now() - start;
+  if (r.status !== 0) throw new Error(`${argv.join(" ")} exited with ${r.status}: ${(r.stderr ?? "").slice(0, 500)}`);
+  return { ms, stdout: r.stdout };
+}
+
 // ---- /proc ----
 
 const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout.trim()) || 100;

@@ -4,16 +4,9 @@
 //          human table and `--json`; reference: `node -e 0` (the floor any Node
 //          CLI pays), the three runs interleaved.
 //   cold — the daemon is stopped before each run, so the CLI starts it.
-import { spawnSync } from "node:child_process";
-import { CLI_BIN, figure, spawnAgent, startDaemon, stopDaemonByPidFile, summarize, tempWorkspace } from "./lib.mjs";
+import { CLI_BIN, figure, spawnAgent, startDaemon, stopDaemonByPidFile, summarize, tempWorkspace, timeProcess } from "./lib.mjs";
 
-function timeProcess(args, { cwd, env }) {
-  const start = performance.now();
-  const r = spawnSync(process.execPath, args, { cwd, env, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
-  const ms = performance.now() - start;
-  if (r.status !== 0) throw new Error(`node ${args.join(" ")} exited with ${r.status}: ${r.stderr.slice(0, 500)}`);
-  return { ms, stdout: r.stdout };
-}
+const node = (args, opts) => timeProcess([process.execPath, ...args], opts);
 
 export async function run({ warmRuns = 20, coldRuns = 5, agents = 3 } = {}) {
   const ws = await tempWorkspace("status");
@@ -29,21 +22,21 @@ export async function run({ warmRuns = 20, coldRuns = 5, agents = 3 } = {}) {
     const statusArgs = [CLI_BIN, "status", "--json"];
     const humanArgs = [CLI_BIN, "status"];
 
-    const check = JSON.parse(timeProcess(statusArgs, opts).stdout);
+    const check = JSON.parse(node(statusArgs, opts).stdout);
     const seen = Object.keys(check.agents).length + Object.values(check.worktrees).reduce((n, w) => n + Object.keys(w.agents).length, 0);
     if (seen !== agents) throw new Error(`pu status --json listed ${seen} agents, expected ${agents}`);
     // One more of each to warm the page cache; not counted.
-    timeProcess(["-e", "0"], opts);
-    const table = timeProcess(humanArgs, opts).stdout;
+    node(["-e", "0"], opts);
+    const table = node(humanArgs, opts).stdout;
     if (!table.includes("bench-0")) throw new Error(`pu status printed no table with bench-0:\n${table}`);
 
     const warm = [];
     const warmHuman = [];
     const bare = [];
     for (let i = 0; i < warmRuns; i++) {
-      bare.push(timeProcess(["-e", "0"], opts).ms);
-      warm.push(timeProcess(statusArgs, opts).ms);
-      warmHuman.push(timeProcess(humanArgs, opts).ms);
+      bare.push(node(["-e", "0"], opts).ms);
+      warm.push(node(statusArgs, opts).ms);
+      warmHuman.push(node(humanArgs, opts).ms);
     }
     await daemon.stop();
     daemon = undefined;
@@ -51,7 +44,7 @@ export async function run({ warmRuns = 20, coldRuns = 5, agents = 3 } = {}) {
     const cold = [];
     for (let i = 0; i < coldRuns; i++) {
       await stopDaemonByPidFile(ws.home);
-      cold.push(timeProcess(statusArgs, opts).ms);
+      cold.push(node(statusArgs, opts).ms);
     }
     await stopDaemonByPidFile(ws.home);
 

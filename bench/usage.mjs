@@ -9,7 +9,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { CLI_BIN, REPO, cpuSeconds, figure, isAlive, killOwned, sleep, spawnAgent, startDaemon, stopDaemonByPidFile, summarize, tempWorkspace } from "./lib.mjs";
+import { CLI_BIN, REPO, cpuSeconds, figure, isAlive, killOwned, sleep, spawnAgent, startDaemon, stopDaemonByPidFile, summarize, tempWorkspace, timeProcess } from "./lib.mjs";
 
 const AGENTS = 30;
 const WINDOW_S = 5;
@@ -67,12 +67,6 @@ async function followRun() {
   }
 }
 
-function timeCli(ws, args) {
-  const t0 = performance.now();
-  execFileSync(process.execPath, [CLI_BIN, ...args], { cwd: ws.project, env: ws.env, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
-  return performance.now() - t0;
-}
-
 async function reportRuns(rounds) {
   const ws = await tempWorkspace("usage-10k");
   try {
@@ -87,11 +81,12 @@ async function reportRuns(rounds) {
     writeFileSync(path.join(ws.project, ".pu/usage.json"), JSON.stringify({ version: 1, agents }));
     const usage = [];
     const status = [];
+    const cli = { cwd: ws.project, env: ws.env };
     // The first asks load the file into the daemon (and start it): not timed.
-    timeCli(ws, ["usage", "--json"]);
+    timeProcess([process.execPath, CLI_BIN, "usage", "--json"], cli);
     for (let r = 0; r < rounds; r++) {
-      usage.push(timeCli(ws, ["usage", "--json"]));
-      status.push(timeCli(ws, ["status", "--json"]));
+      usage.push(timeProcess([process.execPath, CLI_BIN, "usage", "--json"], cli).ms);
+      status.push(timeProcess([process.execPath, CLI_BIN, "status", "--json"], cli).ms);
     }
     return { usage, status };
   } finally {
