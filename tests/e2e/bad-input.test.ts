@@ -119,4 +119,27 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
     }
     await sb.status();
   });
+
+  it("usage and budget mistakes: one line each with its exit code; a corrupt usage.json is reported and left as it was", async () => {
+    await sb.ok(["init"]);
+    expectOneLineError(await sb.pu(["usage", "--by", "colour"]), 2, /--by expects one of agent, ticket, group, plan, model, day, got "colour"/);
+    expectOneLineError(await sb.pu(["usage", "--since", "last week"]), 2, /--since expects a day \(2026-11-01\), "today" or a number of days \(7d\), got "last week"/);
+    expectOneLineError(await sb.pu(["spawn", "--agent", "terminal", "--max-cost", "0"]), 2, /--max-cost expects a positive number, got "0"/);
+    expectOneLineError(await sb.pu(["spawn", "--agent", "terminal", "--max-tokens", "1.5"]), 2, /--max-tokens expects a whole number of at least 1, got "1.5"/);
+    expectOneLineError(await sb.pu(["budget", "ag-zzzzzzzz"]), 2, /give --max-tokens N and\/or --max-cost USD/);
+    expectOneLineError(await sb.pu(["budget", "ag-zzzzzzzz", "--max-cost", "1"]), 3, /no agent ag-zzzzzzzz/);
+
+    // The daemon reads usage.json when a project is first asked about: a fresh daemon sees the corrupt file.
+    await sb.ok(["daemon", "stop"]);
+    const usageFile = path.join(sb.root, ".pu", "usage.json");
+    const corrupt = Buffer.from('{"version": 1, "agents": ');
+    writeFileSync(usageFile, corrupt);
+    expectOneLineError(await sb.pu(["usage"]), 1, /usage\.json: not valid JSON/);
+    const agentId = (await sb.spawnAgent(["--agent", "terminal", "--root"])).agentId;
+    expectOneLineError(await sb.pu(["budget", agentId, "--max-cost", "1"]), 1, /usage\.json: not valid JSON.*pu does not overwrite it/);
+    await sb.ok(["kill", agentId]);
+    await sb.ok(["daemon", "stop"]);
+    expect(readFileSync(usageFile).equals(corrupt), "the corrupt usage.json is untouched").toBe(true);
+  });
 });
+
