@@ -13,3 +13,8 @@ export function positiveNumberOption(flag: string, raw: string | undefined): num
   if (!/^\d+(\.\d+)?$/.test(raw) || Number(raw) <= 0) throw new CliUsageError(`${flag} expects a positive number, got "${raw}"`);
   return Number(raw);
 }
+
+/** `{ [key]: value }` for a request's fields, or nothing when the option was not given. */
+export function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
+  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
+}

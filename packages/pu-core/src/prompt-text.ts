@@ -28,3 +28,8 @@ export function checkPromptText(text: string, what = "prompt"): string {
 export function stripControlCharacters(text: string): string {
   return text.replace(/\r\n/g, "\n").replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, "").replace(FORBIDDEN_ALL, "");
 }
+
+/** The end of a long output (a gate's, a member's), as much as a prompt or a state file should hold. */
+export function textTail(text: string, chars: number): string {
+  return text.length <= chars ? text : `…${text.slice(text.length - chars)}`;
+}

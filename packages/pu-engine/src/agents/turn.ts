@@ -157,3 +157,24 @@ export function interruptTurn(state: EngineState, live: LiveAgent): void {
     if (live.session.exitCode === null) noteTurnSignal(state, live, "turn_end");
   }, keys.length * INTERRUPT_KEY_GAP_MS + INTERRUPT_SETTLE_MS);
 }
+
+/** The turn, or `timed_out` once `timeoutMs` has passed with the agent still at it (it keeps running). */
+export function withTurnTimeLimit(turnDone: Promise<TurnResult>, timeoutMs: number | undefined): Promise<TurnResult> {
+  if (timeoutMs === undefined) return turnDone;
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<TurnResult>((resolve) => {
+    timer = setTimeout(() => resolve({ outcome: "timed_out", output: "", fromOffset: 0, toOffset: 0, durationMs: timeoutMs }), Math.min(timeoutMs, 2 ** 31 - 1));
+  });
+  return Promise.race([turnDone, limit]).finally(() => clearTimeout(timer));
+}
+
+/** The last `count` non-blank lines of the agent's screen, once its model has caught up with the output. */
+export async function lastScreenLines(live: LiveAgent, count: number): Promise<string> {
+  await live.session.screen.settle().catch(() => undefined);
+  return live.session.screen
+    .rows()
+    .map((row) => row.trimEnd())
+    .filter((row) => row.trim() !== "")
+    .slice(-count)
+    .join("\n");
+}

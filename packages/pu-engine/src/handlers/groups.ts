@@ -3,7 +3,9 @@ import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import { groupView } from "../orchestration/groups/group-service.js";
 import type { EngineServices } from "../services.js";
 
-export async function handleGroupRun(services: EngineServices, req: RequestOf<"group_run">): Promise<ResultOf<"group_run">> {
+export type GroupsContext = Pick<EngineServices, "groups" | "state" | "usage">;
+
+export async function handleGroupRun(services: GroupsContext, req: RequestOf<"group_run">): Promise<ResultOf<"group_run">> {
   const root = await services.state.project(req.projectRoot);
   const group = await services.groups.create({
     root,
@@ -25,11 +27,11 @@ export async function handleGroupRun(services: EngineServices, req: RequestOf<"g
   return groupView(group);
 }
 
-export async function handleGroupList(services: EngineServices, req: RequestOf<"group_list">): Promise<ResultOf<"group_list">> {
+export async function handleGroupList(services: GroupsContext, req: RequestOf<"group_list">): Promise<ResultOf<"group_list">> {
   return services.groups.list(await services.state.project(req.projectRoot));
 }
 
-export async function handleGroupStatus(services: EngineServices, req: RequestOf<"group_status">): Promise<ResultOf<"group_status">> {
+export async function handleGroupStatus(services: GroupsContext, req: RequestOf<"group_status">): Promise<ResultOf<"group_status">> {
   const root = await services.state.project(req.projectRoot);
   const view = groupView(services.groups.find(root, req.groupId));
   // What each member cost (`pu group compare`).
@@ -38,14 +40,14 @@ export async function handleGroupStatus(services: EngineServices, req: RequestOf
   return view;
 }
 
-export async function handleGroupCancel(services: EngineServices, req: RequestOf<"group_cancel">): Promise<ResultOf<"group_cancel">> {
+export async function handleGroupCancel(services: GroupsContext, req: RequestOf<"group_cancel">): Promise<ResultOf<"group_cancel">> {
   return groupView(await services.groups.cancel(await services.state.project(req.projectRoot), req.groupId));
 }
 
-export async function handleGroupDiff(services: EngineServices, req: RequestOf<"group_diff">): Promise<ResultOf<"group_diff">> {
+export async function handleGroupDiff(services: GroupsContext, req: RequestOf<"group_diff">): Promise<ResultOf<"group_diff">> {
   return services.groups.diff(await services.state.project(req.projectRoot), req.groupId, req.variant, req.stat === true);
 }
 
-export async function handleGroupPick(services: EngineServices, req: RequestOf<"group_pick">): Promise<ResultOf<"group_pick">> {
+export async function handleGroupPick(services: GroupsContext, req: RequestOf<"group_pick">): Promise<ResultOf<"group_pick">> {
   return services.groups.pick(await services.state.project(req.projectRoot), req.groupId, req.variant, req.keep === true, req.strategy);
 }

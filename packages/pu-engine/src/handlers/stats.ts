@@ -4,7 +4,9 @@ import type { LlmModelUsage } from "@pu/core/operator-state";
 import type { RequestOf, ResultOf, StatsRow } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
 
-export async function handleStats(services: EngineServices, req: RequestOf<"stats">): Promise<ResultOf<"stats">> {
+export type StatsContext = Pick<EngineServices, "queue" | "state">;
+
+export async function handleStats(services: StatsContext, req: RequestOf<"stats">): Promise<ResultOf<"stats">> {
   const root = await services.state.project(req.projectRoot);
   // Unreadable state.json: no usage is known, which is not the same as none recorded.
   services.queue.store.ensureUsable();
@@ -36,7 +38,7 @@ function tokenFigures(model: LlmModelUsage): Pick<StatsRow, "tokens" | "costUsd"
   return { tokens: parts.reduce<number>((sum, n) => sum + (n ?? 0), 0), costUsd: priced ? (model.cost_usd ?? 0) : null };
 }
 
-export async function handleStatsPrefer(services: EngineServices, req: RequestOf<"stats_prefer">): Promise<ResultOf<"stats_prefer">> {
+export async function handleStatsPrefer(services: StatsContext, req: RequestOf<"stats_prefer">): Promise<ResultOf<"stats_prefer">> {
   const root = await services.state.project(req.projectRoot);
   // An unknown type would hold every ticket that names none when it is dispatched: refused now.
   resolveAgentType(await loadConfig(root), req.tool);

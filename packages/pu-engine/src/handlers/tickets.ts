@@ -7,10 +7,12 @@ import { checkTicketTitle } from "@pu/core/ticket";
 import { ticketTrustItem } from "@pu/core/trust";
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
+
+export type TicketsContext = Pick<EngineServices, "queue" | "state">;
 import { untrustedTicketProblems } from "../orchestration/queue/ticket-trust.js";
 import { createTicket, findTicket, scanTickets, ticketSummary } from "../orchestration/queue/tickets.js";
 
-export async function handleTicketCreate(services: EngineServices, req: RequestOf<"ticket_create">): Promise<ResultOf<"ticket_create">> {
+export async function handleTicketCreate(services: TicketsContext, req: RequestOf<"ticket_create">): Promise<ResultOf<"ticket_create">> {
   const root = await services.state.project(req.projectRoot);
   if (!/^[A-Z][A-Z0-9]{0,15}$/.test(req.ticketType)) {
     throw new PuError("INVALID_ARGUMENT", `ticket type "${req.ticketType}" must be upper-case letters or digits, starting with a letter (FEAT, FIX, TASK, SPIKE…)`);
@@ -43,14 +45,14 @@ export async function handleTicketCreate(services: EngineServices, req: RequestO
   return { ticket, ...(outputOf !== undefined ? { outputOf } : {}), warnings: stopped !== undefined ? [stopped] : [] };
 }
 
-export async function handleTicketList(services: EngineServices, req: RequestOf<"ticket_list">): Promise<ResultOf<"ticket_list">> {
+export async function handleTicketList(services: TicketsContext, req: RequestOf<"ticket_list">): Promise<ResultOf<"ticket_list">> {
   const root = await services.state.project(req.projectRoot);
   const scan = await scanTickets(root, req.state !== undefined ? [req.state] : undefined);
   const waiting = scan.tickets.filter((t) => t.state === "queue");
   return { tickets: scan.tickets.map(ticketSummary), problems: [...scan.problems, ...(await untrustedTicketProblems(services.state, root, waiting))] };
 }
 
-export async function handleTicketShow(services: EngineServices, req: RequestOf<"ticket_show">): Promise<ResultOf<"ticket_show">> {
+export async function handleTicketShow(services: TicketsContext, req: RequestOf<"ticket_show">): Promise<ResultOf<"ticket_show">> {
   const root = await services.state.project(req.projectRoot);
   const ticket = await findTicket(root, req.ticketId);
   const { state } = services.queue.store;
@@ -59,7 +61,7 @@ export async function handleTicketShow(services: EngineServices, req: RequestOf<
   return { ticket, ...(agent ? { agent } : {}), ...(completed ? { completed } : {}) };
 }
 
-export async function handleTicketCancel(services: EngineServices, req: RequestOf<"ticket_cancel">): Promise<ResultOf<"ticket_cancel">> {
+export async function handleTicketCancel(services: TicketsContext, req: RequestOf<"ticket_cancel">): Promise<ResultOf<"ticket_cancel">> {
   const root = await services.state.project(req.projectRoot);
   const result = await services.queue.cancel(root, req.ticketId);
   return { ticketId: req.ticketId, ...result };

@@ -3,7 +3,7 @@ import type { GroupView } from "@pu/ipc/protocol";
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { writeGroupCompare, writeGroupSummary } from "../../group-view.js";
-import { positiveNumberOption, wholeNumberOption } from "../../number-options.js";
+import { optional, positiveNumberOption, wholeNumberOption } from "../../number-options.js";
 import { PuCommand } from "../../pu-command.js";
 import { readFileOption } from "../../read-file-option.js";
 import { CliUsageError } from "../../usage-error.js";
@@ -116,9 +116,6 @@ export default class GroupRunCommand extends PuCommand {
   }
 }
 
-function optional<K extends string>(key: K, value: number | undefined): Partial<Record<K, number>> {
-  return value === undefined ? {} : ({ [key]: value } as Record<K, number>);
-}
 
 /** `--model codex=gpt-5` makes the delegator `codex:gpt-5`; a model for an agent not in the group is a usage error. */
 function applyModelFlags(agents: string[], models: string[]): string[] {

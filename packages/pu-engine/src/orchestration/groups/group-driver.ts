@@ -8,6 +8,7 @@
  */
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { modelArgs } from "@pu/core/argv-value";
+import { textTail } from "@pu/core/prompt-text";
 import { loadConfig } from "@pu/core/config";
 import {
   gateWinner,
@@ -25,7 +26,7 @@ import {
 import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
 import type { LiveAgent } from "../../session/live-agent.js";
 import { stopAgents, markFinished } from "../../agents/stop.js";
-import { awaitAnswer, turn, type TurnResult } from "../../agents/turn.js";
+import { awaitAnswer, lastScreenLines, turn, withTurnTimeLimit, type TurnResult } from "../../agents/turn.js";
 import { commitAllChanges } from "../../git/commit.js";
 import { diffWorktree } from "../../git/diff.js";
 import { pathWithPuCli } from "../../pu-cli-path.js";
@@ -34,13 +35,13 @@ import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/g
 import type { LaunchSlots, SlotRequest } from "../launch-slots.js";
 import type { OperatorStateStore } from "../queue/state-store.js";
 import { groupDir, judgeInputFile, memberOutputFile, verdictFile } from "./group-files.js";
+import { judgeMaterials, judgePrompt } from "./group-judge.js";
 
 const STOP_GRACE_MS = 3000;
 /** What one member's output may take in state.json and in the judge's materials. */
 const OUTPUT_CHARS = 4000;
-/** What one member's diff may take in the judge's materials. */
-const JUDGE_DIFF_CHARS = 8000;
 const FIX_OUTPUT_CHARS = 2000;
+/** A member with no output file: the last lines of its screen stand for its output. */
 const SCREEN_LINES = 20;
 
 /** A group's budget, counted over its members (the usage service answers). */
@@ -56,31 +57,6 @@ export interface GroupDriverContext {
   store: OperatorStateStore;
   slots: LaunchSlots;
   budgets: GroupBudgets;
-}
-
-function tail(text: string, chars: number): string {
-  return text.length <= chars ? text : `…${text.slice(text.length - chars)}`;
-}
-
-
-/** The turn, or `timed_out` once `timeoutMs` has passed with the agent still at it (it keeps running). */
-function withTimeLimit(turnDone: Promise<TurnResult>, timeoutMs: number | undefined): Promise<TurnResult> {
-  if (timeoutMs === undefined) return turnDone;
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<TurnResult>((resolve) => {
-    timer = setTimeout(() => resolve({ outcome: "timed_out", output: "", fromOffset: 0, toOffset: 0, durationMs: timeoutMs }), Math.min(timeoutMs, 2 ** 31 - 1));
-  });
-  return Promise.race([turnDone, limit]).finally(() => clearTimeout(timer));
-}
-
-async function lastScreenLines(live: LiveAgent): Promise<string> {
-  await live.session.screen.settle().catch(() => undefined);
-  return live.session.screen
-    .rows()
-    .map((row) => row.trimEnd())
-    .filter((row) => row.trim() !== "")
-    .slice(-SCREEN_LINES)
-    .join("\n");
 }
 
 /** How a member ended, before its output, time and diff are added. */
@@ -240,14 +216,14 @@ export class GroupDriver {
     });
     this.ctx.state.log.event("group_member_launched", { projectRoot: this.root, groupId: this.id, variant, agentId: launched.agentId, restarted });
     this.emit("member_launched", { variant, agentId: launched.agentId });
-    void this.follow(variant, launched.live, (limit) => withTimeLimit(firstTurnOf(this.ctx.state, launched, this.abort.signal), limit), release);
+    void this.follow(variant, launched.live, (limit) => withTurnTimeLimit(firstTurnOf(this.ctx.state, launched, this.abort.signal), limit), release);
   }
 
   /** A member found running when the group was picked up: it takes a slot again and is followed. */
   private async followRecovered(variant: string, live: LiveAgent): Promise<void> {
     const release = this.ctx.slots.take(this.root);
     this.lives.set(variant, live);
-    await this.follow(variant, live, (limit) => withTimeLimit(awaitAnswer(this.ctx.state, live, 0, { signal: this.abort.signal }), limit), release);
+    await this.follow(variant, live, (limit) => withTurnTimeLimit(awaitAnswer(this.ctx.state, live, 0, { signal: this.abort.signal }), limit), release);
   }
 
   // ---- following a member ------------------------------------------------------------------
@@ -305,7 +281,7 @@ export class GroupDriver {
         });
         const fix = gateFixRequest(gate, settings.gate.expect_exit, attempt, settings.max_retries + 1, FIX_OUTPUT_CHARS);
         const limit = this.timeLeft(variant);
-        result = await withTimeLimit(turn(this.ctx.state, live, fix, { signal: this.abort.signal }), limit);
+        result = await withTurnTimeLimit(turn(this.ctx.state, live, fix, { signal: this.abort.signal }), limit);
       }
       if (this.shuttingDown || this.stopping.has(variant)) return;
       await this.finishMember(variant, live, outcome);
@@ -330,7 +306,7 @@ export class GroupDriver {
       // no output file: the last screen lines
     }
     if (!output && live) {
-      output = await lastScreenLines(live);
+      output = await lastScreenLines(live, SCREEN_LINES);
       if (output) source = "screen";
     }
     if (live && live.session.exitCode === null) {
@@ -339,7 +315,7 @@ export class GroupDriver {
       }
       await stopAgents([live], "kill", STOP_GRACE_MS).catch(() => undefined);
     }
-    await this.recordResult(variant, { ...outcome, output: tail(output, OUTPUT_CHARS), output_source: source });
+    await this.recordResult(variant, { ...outcome, output: textTail(output, OUTPUT_CHARS), output_source: source });
   }
 
   /** pu commits what the member left (nothing is lost when its worktree is cleaned), then counts the change. */
@@ -467,39 +443,12 @@ export class GroupDriver {
 
   // ---- the judge -----------------------------------------------------------------------------
 
-  private async judgeMaterials(done: string[]): Promise<string> {
-    const parts = [`# Group ${this.id}: the members' work`, "", `Task given to every member:`, "", this.group.members[done[0] ?? ""]?.prompt ?? "", ""];
-    for (const v of done) {
-      const member = this.group.members[v];
-      const result = this.group.individual_outputs?.[v];
-      let patch = "";
-      if (member?.worktree_path && member.branch && this.group.settings.base_branch && !this.group.settings.shared_worktree) {
-        patch = (await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: this.group.settings.base_branch }).catch(() => undefined))?.patch ?? "";
-      }
-      parts.push(
-        `## Member ${v} (${member?.delegator_name ?? "?"})`,
-        "",
-        "### Output",
-        "",
-        result?.output || "(none)",
-        "",
-        `### Diff${patch.length > JUDGE_DIFF_CHARS ? ` (first ${JUDGE_DIFF_CHARS} characters)` : ""}`,
-        "",
-        "```diff",
-        patch.slice(0, JUDGE_DIFF_CHARS) || "(no changes)",
-        "```",
-        "",
-      );
-    }
-    return parts.join("\n");
-  }
-
   private async runJudge(done: string[], outputs: Record<string, string>): Promise<void> {
     const root = this.root;
     await mkdir(groupDir(root, this.id), { recursive: true });
     const input = judgeInputFile(root, this.id);
     const verdictPath = verdictFile(root, this.id);
-    await writeFile(input, await this.judgeMaterials(done));
+    await writeFile(input, await judgeMaterials(this.group, done));
     await rm(verdictPath, { force: true });
     const request = this.ctx.slots.request(root, `group:${this.id}`);
     this.requests.set("(judge)", request);
@@ -513,13 +462,7 @@ export class GroupDriver {
       if (this.shuttingDown || isGroupFinished(this.group)) return;
       const config = await loadConfig(root);
       const agentType = this.group.settings.judge_agent ?? config.defaultAgent;
-      const prompt = [
-        `You judge ${done.length} attempts at one task (members ${done.join(", ")}).`,
-        `Read ${input}: it holds the task, each member's output and its diff.`,
-        `Write your verdict as JSON to ${verdictPath}:`,
-        `{"winner": "<member>", "ranking": ["<best>", "..."], "reasons": {"<member>": "<why>"}}`,
-        "Change no other file.",
-      ].join("\n");
+      const prompt = judgePrompt(done, input, verdictPath);
       judge = await launchAgent(this.ctx.state, {
         projectRoot: root,
         agentType,
