@@ -49,9 +49,16 @@ const FOREIGN = {
   OPENCODE_CONFIG_CONTENT: undefined,
 };
 
+/** Only the model server (on 127.0.0.1) is reached directly. */
+const DEAD_PROXY = { HTTPS_PROXY: "http://127.0.0.1:9", HTTP_PROXY: "http://127.0.0.1:9", NO_PROXY: "127.0.0.1,localhost", https_proxy: undefined, http_proxy: undefined, no_proxy: undefined };
+
 function basics(dir: string): Record<string, string | undefined> {
   return {
     ...FOREIGN,
+    // Whatever a CLI reaches for beyond the model server (Claude Code asks downloads.claude.ai
+    // and github.com as it starts) fails at once through a proxy nothing listens on, with no
+    // name looked up: a slow resolver once held a fresh Claude's start for minutes.
+    ...DEAD_PROXY,
     HOME: dir,
     XDG_CONFIG_HOME: path.join(dir, ".config"),
     XDG_DATA_HOME: path.join(dir, ".local/share"),
