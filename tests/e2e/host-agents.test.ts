@@ -5,11 +5,12 @@
 // clean and kill by id. Faults: a dropped link (the agent keeps running; the host reads
 // unreachable, its agents last known, never broken; reconnect), a SIGKILLed control plane.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { connect, createServer, type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { hostMirrorPath } from "@pu/core/hosts-file";
+import { LockedFile } from "@pu/core/locked-file";
 import { connectClient } from "@pu/ipc/client";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -32,6 +33,9 @@ const listening = (port: number) =>
     socket.once("connect", () => (socket.destroy(), resolve(true)));
     socket.once("error", () => resolve(undefined));
   });
+
+/** What the test reads of the host daemon's manifest. */
+type ManifestJson = { worktrees?: Record<string, { name: string; agents: Record<string, unknown> }> };
 
 const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
 
@@ -324,6 +328,44 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.waitForLogs(agentId, "after-the-restart");
   });
 
+  it("a control plane SIGKILLed after the host started an agent, before it recorded the answer, adopts that agent on restart", async () => {
+    const recordFile = path.join(sb.home, "remote-projects.json");
+    const hostManifest = path.join(hostMirrorPath({ root }, sb.root), ".pu", "manifest.json");
+    const spawning = sb.pu(["spawn", "--on", "box", "--name", "unrecorded", "--command", "stty raw -echo; echo unrecorded-ready; exec cat"]);
+    // The ask is written first; then the record is held (as a stalled disk would hold it), so
+    // the host's answer cannot be written before the daemon dies.
+    await waitFor("the spawn written as asked", () => (/"spawning":\["/.test(readFileSync(recordFile, "utf8")) ? true : undefined), 60_000, 5);
+    const lock = LockedFile.lockPath(recordFile);
+    mkdirSync(lock);
+    const keepFresh = setInterval(() => utimesSync(lock, new Date(), new Date()), 1000);
+    let orphanId: string;
+    try {
+      // The spawn's worktree carries the name; its agent is the one the host started.
+      orphanId = await waitFor("the agent started on the host", () => {
+        const manifest = existsSync(hostManifest) ? (JSON.parse(readFileSync(hostManifest, "utf8")) as ManifestJson) : { worktrees: {} };
+        const worktree = Object.values(manifest.worktrees ?? {}).find((wt) => wt.name === "unrecorded");
+        return worktree ? Object.keys(worktree.agents)[0] : undefined;
+      }, 60_000, 20);
+      expect(readFileSync(recordFile, "utf8")).not.toContain(orphanId);
+      await sb.sigkillDaemon();
+    } finally {
+      clearInterval(keepFresh);
+      rmSync(lock, { recursive: true, force: true });
+    }
+    expect((await spawning).code).not.toBe(0);
+    // The next daemon asks the host and routes the agent it started by its id, as any other.
+    const adopted = await waitFor("the unrecorded agent routed again", async () => {
+      const found = allAgents(await sb.status()).find((a) => a.id === orphanId) as RemoteAgentJson | undefined;
+      return found?.live ? found : undefined;
+    }, 30_000, 250);
+    expect(adopted).toMatchObject({ host: "box", hostState: "connected" });
+    await sb.waitForLogs(orphanId, "unrecorded-ready");
+    expect(JSON.parse(readFileSync(recordFile, "utf8")).projects.every((p: { spawning: string[] }) => p.spawning.length === 0)).toBe(true);
+    // Gone again, so the tests after this one count only their own agents.
+    const worktree = Object.values((await sb.status()).worktrees).find((wt) => orphanId in wt.agents);
+    await sb.ok(["clean", "--worktree", worktree!.id, "--force"]);
+  });
+
   it("a committed .pu/ that runs a command runs on the host only once trusted there (pu trust --on)", async () => {
     const config = path.join(sb.root, ".pu", "config.yaml");
     const before = readFileSync(config, "utf8");
@@ -394,7 +436,8 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
         await fetch(`http://127.0.0.1:${forwardPort}/pu-forward-check`).catch(() => undefined);
         return server.requests.some((r) => r.path === "/pu-forward-check") ? true : undefined;
       }, 30_000, 200);
-      const placed = await sb.puJson<{ agentId: string; worktreeId: string; cwd: string }>(["spawn", "RUN: echo made-by-claude-on-the-host > host-claude.txt PACE: 100 SAY: done on the host", "--agent", "claude", "--on", "box", "--name", "host-claude", ...env]);
+      // A budget given here is kept and enforced by the host's daemon (a dropped link stops nothing).
+      const placed = await sb.puJson<{ agentId: string; worktreeId: string; cwd: string }>(["spawn", "RUN: echo made-by-claude-on-the-host > host-claude.txt PACE: 100 USAGE: in=500 out=50 SAY: done on the host", "--agent", "claude", "--on", "box", "--name", "host-claude", "--max-tokens", "100000", ...env]);
       spawned = placed;
       const answered = await server.waitForRequest((r) => r.reply === "text" && r.replyText === "done on the host" && r.finishedAt !== undefined, 120_000).catch(async (error: Error) => {
         // What the agent's terminal shows says why (a dialog, a crash) better than the timeout.
@@ -409,10 +452,27 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
       expect(waiting).toMatchObject({ host: "box", live: true });
       expect(readFileSync(path.join(placed.cwd, "host-claude.txt"), "utf8").trim()).toBe("made-by-claude-on-the-host");
       expect(uidOf(waiting.pid!)).toBe(host.uid);
-      // A second turn through the control plane.
+      // Its usage, read from its records by the host's daemon, summed here: the tool call and the answer.
+      const counted = await waitFor("the host agent's two calls in pu usage here", async () => {
+        const doc = await sb.puJson<{ rows: { key: string; host?: string; input: number; output: number; calls: number }[] }>(["usage"]);
+        return doc.rows.find((r) => r.key === placed.agentId && r.calls >= 2);
+      }, 30_000, 250);
+      expect(counted).toMatchObject({ host: "box", input: 1000, output: 100, calls: 2 });
+      expect((await sb.ok(["usage"])).split("\n")[0]).toMatch(/\bHOST\b/);
+      expect(((await remoteAgent(placed.agentId)) as RemoteAgentJson & { budget?: { maxTokens?: number } }).budget).toEqual({ maxTokens: 100000 });
+      // A budget lowered here is set there: the second turn (550 tokens more) crosses 1,200.
+      await sb.ok(["budget", placed.agentId, "--max-tokens", "1200"]);
       const before = server.requests.length;
-      await sb.ok(["send", placed.agentId, "SAY: second answer on the host"]);
+      await sb.ok(["send", placed.agentId, "USAGE: in=500 out=50 SAY: second answer on the host"]);
       await server.waitForRequest((r) => r.seq > before && r.reply === "text" && r.replyText === "second answer on the host" && r.finishedAt !== undefined, 120_000);
+      await waitFor("the host to stop claude at its budget", async () => {
+        const agent = (await remoteAgent(placed.agentId)) as RemoteAgentJson & { budget?: { exceededAt?: string } };
+        return agent.budget?.exceededAt ? agent : undefined;
+      }, 20_000, 250);
+      const pastBudget = await sb.pu(["send", placed.agentId, "SAY: past the budget"]);
+      expect(pastBudget.code).toBe(1);
+      expect(pastBudget.stderr.trim().split("\n")).toHaveLength(1);
+      expect(pastBudget.stderr).toContain(`pu budget ${placed.agentId} --max-tokens`);
       await sb.ok(["kill", placed.agentId]);
       await waitFor("claude on the host to end", async () => (isProcessAlive(waiting.pid!) ? undefined : true), 30_000, 100);
       // Its work, uncommitted on the host, is refused by merge until committed there.

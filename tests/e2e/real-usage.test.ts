@@ -5,13 +5,14 @@
 // inside output — at list prices for a known model and `?` for one without a price, unchanged
 // after `pu kill` and a daemon restart. Then a budget stops a running multi-call turn before
 // its next model call.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { UsageFigures } from "@pu/ipc/protocol";
 import { startModelServer, type ModelServer } from "../model-server/server.js";
 import { agentHome, type RealAgent } from "../real-agents/homes.js";
 import { RealAgentSandbox } from "../real-agents/sandbox.js";
+import { allAgents } from "../helpers/pu-sandbox.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 const TURN_TIMEOUT_MS = 90_000;
@@ -70,6 +71,18 @@ function withRealAgent(agent: RealAgent): { server: () => ModelServer; sandbox: 
     expect(leftovers).toEqual([]);
   }, STEP_TIMEOUT_MS);
   return { server: () => server!, sandbox: () => sandbox! };
+}
+
+/** Whether a Claude session file under this home holds `text` (an answer Claude has recorded). */
+function sessionFileSays(home: string, text: string): boolean {
+  const projects = path.join(home, ".claude", "projects");
+  if (!existsSync(projects)) return false;
+  for (const folder of readdirSync(projects)) {
+    for (const file of readdirSync(path.join(projects, folder))) {
+      if (file.endsWith(".jsonl") && readFileSync(path.join(projects, folder, file), "utf8").includes(text)) return true;
+    }
+  }
+  return false;
 }
 
 const usageOf = async (sandbox: RealAgentSandbox, agentId: string) => (await sandbox.agent(agentId)).usage as Figures | null | undefined;
@@ -146,6 +159,23 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       const byDay = await sandbox.puJson<{ rows: { key: string }[] }>(["usage", "--by", "day", "--since", "today"]);
       expect(byDay.rows.map((r) => r.key)).toEqual([new Date().toISOString().slice(0, 10)]);
     }, STEP_TIMEOUT_MS);
+
+    it.runIf(agent === "claude")("a daemon SIGKILLed right after a turn's record is written loses none of it", async () => {
+      const recorded = path.join(sandbox.base, "agent-home");
+      const crashId = (await sandbox.spawnAgent(["USAGE: in=700 out=70 SAY: before the crash", "--agent", agent, "--root", "--name", "crash-usage", "--", "--model", "claude-sonnet-4-5"])).agentId;
+      // Killed the moment Claude has written the answer to its session file: before any batched
+      // write of usage.json could name that file, so only what pu wrote at once can find it again.
+      await waitFor("the answer in Claude's session file", () => (sessionFileSays(recorded, "before the crash") ? true : undefined), FIRST_TURN_TIMEOUT_MS, 20);
+      await sandbox.sigkillDaemon();
+      const row = await waitFor("the crashed daemon's turn in pu usage", async () => {
+        const doc = await sandbox.puJson<{ rows: (Figures & { key: string })[] }>(["usage"]);
+        return doc.rows.find((r) => r.key === crashId && r.calls > 0);
+      }, 30_000, 250).catch((error: Error) => {
+        const usageFile = path.join(sandbox.root, ".pu", "usage.json");
+        throw new Error(`${error.message}\nusage.json: ${existsSync(usageFile) ? readFileSync(usageFile, "utf8").slice(0, 3000) : "none"}\nlog: ${readFileSync(path.join(sandbox.home, "daemon.log"), "utf8").split("\n").filter((l) => /usage|recover|crash|start/.test(l)).slice(-20).join("\n")}`);
+      });
+      expect(row).toMatchObject({ input: 700, output: 70, cacheRead: 0, cacheWrite: 0, calls: 1 });
+    }, FIRST_TURN_TIMEOUT_MS + STEP_TIMEOUT_MS);
   });
 }
 
@@ -229,6 +259,28 @@ describe("a budget", () => {
     expect(compare).toMatch(/COST/);
     await sandbox.ok(["group", "cancel", started.groupId]).catch(() => "");
   }, 4 * TURN_TIMEOUT_MS);
+
+  it("a plan over its budget: the explorer's turn is interrupted, no further turn or role agent starts, and the plan fails saying why", async () => {
+    // The project's own explorer prompt (trusted below): a multi-call turn whose first call spends the budget.
+    mkdirSync(path.join(sandbox.root, ".pu/templates"), { recursive: true });
+    writeFileSync(path.join(sandbox.root, ".pu/templates/plan-explorer.md"), "RUN: sleep 8 RUN: echo past-plan-budget > {{OUTPUT_FILE}} USAGE: in=1000 out=100 SAY: unreachable\n");
+    writeFileSync(path.join(sandbox.root, ".pu/config.yaml"), "plan:\n  agents: { explorer: claude, planner: claude, worker: claude, verifier: claude }\n  retries: 2\n");
+    await sandbox.ok(["trust"]);
+    const started = await sandbox.puJson<{ sessionId: string }>(["plan", "start", "a goal past its budget", "--auto", "--max-tokens", "1000"]);
+    type PlanJson = { phase: string; failure: string | null; usage?: { calls: number } | null; options: { max_tokens?: number } };
+    const failed = await waitFor("the plan to fail at its budget", async () => {
+      const plan = await sandbox.puJson<PlanJson>(["plan", "status", started.sessionId]);
+      return plan.phase === "FAILED" ? plan : undefined;
+    }, 2 * TURN_TIMEOUT_MS, 1000);
+    expect(failed.failure).toMatch(/the plan's budget is spent \(max 1000 tokens, spent 1100 tokens.*\): .* is given no further turn/);
+    expect(failed.usage?.calls).toBe(1);
+    expect(failed.options.max_tokens).toBe(1000);
+    // The turn's next call never came, and no planner was started.
+    expect(server.requests.filter((r) => (r.command ?? "").startsWith("echo past-plan-budget"))).toEqual([]);
+    const agents = await sandbox.status();
+    expect(allAgents(agents).map((a) => a.name).filter((name) => String(name).includes("planner"))).toEqual([]);
+    expect(await sandbox.ok(["plan", "show", started.sessionId])).toMatch(/cost .*; budget max 1\.0k tokens/);
+  }, 3 * TURN_TIMEOUT_MS);
 
   it("a spent daily budget pauses the queue with a problem line", async () => {
     // Today this project has already used well over 1,000 tokens (the test above).

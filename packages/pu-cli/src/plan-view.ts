@@ -8,12 +8,21 @@ export function writePlanSummary(out: HumanOutput, plan: PlanView): void {
   out.line(`${plan.sessionId}  ${plan.phase}${plan.phase === "EXPLORATION" ? ` (${plan.explorationStage})` : ""}  iteration ${plan.iteration}/${plan.options.max_iterations}  ${approval}`);
   out.line(`  goal: ${plan.goal.split("\n")[0]}`);
   out.line(`  branch ${plan.branch}; files ${plan.dir}`);
-  if (plan.usage) out.line(`  cost ${formatCost(plan.usage.costUsd)} (${formatTokens(budgetTokens(plan.usage))} tokens in ${plan.usage.calls} calls)`);
+  const budget = describePlanBudget(plan.options);
+  if (plan.usage) out.line(`  cost ${formatCost(plan.usage.costUsd)} (${formatTokens(budgetTokens(plan.usage))} tokens in ${plan.usage.calls} calls)${budget ? `; budget ${budget}` : ""}`);
+  else if (budget) out.line(`  budget ${budget}; nothing spent yet`);
   if (plan.failure) out.line(`  failed: ${plan.failure}`);
   for (const problem of plan.problems) out.line(`  problem: ${problem}`);
   for (const task of plan.tasks) {
     const blocked = task.blockedBy.length > 0 ? ` ← ${task.blockedBy.join(", ")}` : "";
     const worker = task.worker ? ` [${task.worker}]` : "";
-    out.line(`  ${task.status.padEnd(11)} ${task.id}: ${task.subject}${blocked}${worker}`);
+    const cost = task.usage ? `  ${formatCost(task.usage.costUsd)}` : "";
+    out.line(`  ${task.status.padEnd(11)} ${task.id}: ${task.subject}${blocked}${worker}${cost}`);
   }
+}
+
+/** `max $5 / 2M tokens`, or undefined for a plan without a budget. */
+function describePlanBudget(options: PlanView["options"]): string | undefined {
+  const parts = [options.max_cost != null ? formatCost(options.max_cost) : "", options.max_tokens != null ? `${formatTokens(options.max_tokens)} tokens` : ""].filter(Boolean);
+  return parts.length > 0 ? `max ${parts.join(" / ")}` : undefined;
 }

@@ -71,6 +71,9 @@ export const SessionOptionsSchema = z.looseObject({
   skip_verify: z.boolean(),
   plan_only: z.boolean(),
   auto_mode: z.boolean(),
+  /** The plan's budget over all its role agents (pu's, beside the seed's fields): spent, no further one starts. */
+  max_cost: z.number().positive().nullish(),
+  max_tokens: z.number().int().positive().nullish(),
 });
 export type SessionOptions = z.infer<typeof SessionOptionsSchema>;
 

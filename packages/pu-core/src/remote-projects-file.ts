@@ -21,6 +21,11 @@ const RemoteProjectSchema = z.object({
   /** The host's `status` report of the mirror, as last seen (a StatusReport; kept loose on purpose: the host may be newer). */
   lastReport: z.record(z.string(), z.unknown()).nullable().default(null),
   lastSeenAt: z.string().nullable().default(null),
+  /**
+   * Spawns asked of the host and not yet recorded (when each was asked): a control plane killed
+   * before the host's answer was recorded finds the agent in the host's next report and adopts it.
+   */
+  spawning: z.array(z.string()).default([]),
 });
 export type RemoteProject = z.infer<typeof RemoteProjectSchema>;
 

@@ -148,7 +148,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     queue = workQueue;
     await workQueue.load();
     // Plan workers take the same slots and wait while automatic work is paused.
-    plans = new PlanService(state, slots);
+    plans = new PlanService(state, slots, usage);
     const planService = plans;
     // Hosts: this daemon is the control plane; agents it placed elsewhere are routed by id.
     const hostService = new HostService(home, log);

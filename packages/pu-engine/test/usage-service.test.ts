@@ -102,6 +102,24 @@ describe("UsageService", () => {
     });
   });
 
+  it("names a started agent and its record in usage.json at once, before any batched write, so a SIGKILLed daemon's successor reads it again", async () => {
+    newService();
+    started("ag-usage004");
+    // The batch writes every 5 s; this is well before the first.
+    const file = await until("the entry and its source written", () => {
+      try {
+        const written = JSON.parse(readFileSync(usageFilePath(root), "utf8"));
+        return written.agents["ag-usage004"]?.sources[`claude:${recordFile}`] ? written : undefined;
+      } catch {
+        return undefined;
+      }
+    }, 2_000);
+    expect(file.agents["ag-usage004"]).toMatchObject({ reading: true, sources: { [`claude:${recordFile}`]: {} } });
+    // A source with nothing in it yet says nothing: the agent's usage is unknown, not 0.
+    const view = (await services[0]!.figuresOf(root, ["ag-usage004"])).get("ag-usage004");
+    expect(view).toBeNull();
+  });
+
   it("a model without a price makes the cost unknown, not 0", async () => {
     const service = newService();
     started("ag-usage002");

@@ -17,6 +17,8 @@ export default class UsageCommand extends PuCommand {
       \`pu clean\` and restarts). Cost is at the prices of pu's offline table or the project's
       \`prices\` in \`.pu/config.yaml\`; \`?\` means a model has no price. Agents whose program
       left nothing to read (a shell, a custom command) are counted as unknown, never as 0.
+      Agents placed on hosts (\`pu spawn --on\`) are counted by their host's daemon and asked for
+      here; a host that does not answer is named, not counted as 0.
     `,
     examples: [
       ["Per agent", "$0 usage"],
@@ -38,13 +40,16 @@ export default class UsageCommand extends PuCommand {
       if (result.rows.length === 0) out.line(since ? `no usage recorded since ${since}` : "no usage recorded yet");
       else {
         const cells = (r: UsageRow) => [formatTokens(r.input), formatTokens(r.cacheRead), formatTokens(r.cacheWrite), formatTokens(r.output), String(r.calls), formatCost(r.costUsd)];
-        const head = by === "agent" ? ["AGENT", "NAME", "TYPE"] : [by.toUpperCase()];
-        const lead = (r: UsageRow) => (by === "agent" ? [r.key, r.label, r.agentType ?? ""] : [r.key]);
+        // Agents on hosts: a HOST column (`-` for this machine) once any row runs elsewhere.
+        const hosts = by === "agent" && result.rows.some((r) => r.host !== undefined);
+        const head = by === "agent" ? ["AGENT", "NAME", "TYPE", ...(hosts ? ["HOST"] : [])] : [by.toUpperCase()];
+        const lead = (r: UsageRow) => (by === "agent" ? [r.key, r.label, r.agentType ?? "", ...(hosts ? [r.host ?? "-"] : [])] : [r.key]);
         const rows = result.rows.map((r) => [...lead(r), ...cells(r)]);
-        rows.push([...(by === "agent" ? ["total", "", ""] : ["total"]), ...cells(result.total)]);
+        rows.push([...(by === "agent" ? ["total", "", "", ...(hosts ? [""] : [])] : ["total"]), ...cells(result.total)]);
         // One write: ten thousand agents are ten thousand lines.
         out.line(columnLines([...head, "INPUT", "CACHE READ", "CACHE WRITE", "OUTPUT", "CALLS", "COST"], rows).join("\n"));
       }
+      for (const host of result.unansweredHosts ?? []) out.line(`host ${host} did not answer: its agents are not counted here (their figures are kept there; pu host list shows the link)`);
       if (result.unknownAgents > 0) out.line(`${result.unknownAgents} agent${result.unknownAgents === 1 ? "" : "s"} left no usage record (unknown, not counted)`);
     });
   }

@@ -1,11 +1,12 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import { validatePlanSessionId } from "@pu/core/plan-layout";
-import { mergePlan } from "../orchestration/plans/plan-merge.js";
 import type { EngineServices } from "../services.js";
 
-export async function handlePlanMerge(services: EngineServices, req: RequestOf<"plan_merge">): Promise<ResultOf<"plan_merge">> {
+export type PlanMergeContext = Pick<EngineServices, "state" | "plans">;
+
+export async function handlePlanMerge(services: PlanMergeContext, req: RequestOf<"plan_merge">): Promise<ResultOf<"plan_merge">> {
   const root = await services.state.project(req.projectRoot);
-  return mergePlan(services.state, root, validatePlanSessionId(req.sessionId), {
+  return services.plans.merge(root, validatePlanSessionId(req.sessionId), {
     strategy: req.strategy,
     ...(req.message !== undefined ? { message: req.message } : {}),
     ...(req.into !== undefined ? { into: req.into } : {}),

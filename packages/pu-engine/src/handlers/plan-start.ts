@@ -1,7 +1,9 @@
 import type { RequestOf, ResultOf } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
 
-export async function handlePlanStart(services: EngineServices, req: RequestOf<"plan_start">): Promise<ResultOf<"plan_start">> {
+export type PlanStartContext = Pick<EngineServices, "plans" | "state">;
+
+export async function handlePlanStart(services: PlanStartContext, req: RequestOf<"plan_start">): Promise<ResultOf<"plan_start">> {
   const root = await services.state.project(req.projectRoot);
   return services.plans.start(root, {
     goal: req.goal,
@@ -10,5 +12,7 @@ export async function handlePlanStart(services: EngineServices, req: RequestOf<"
     ...(req.skipVerify !== undefined ? { skipVerify: req.skipVerify } : {}),
     ...(req.planOnly !== undefined ? { planOnly: req.planOnly } : {}),
     ...(req.auto !== undefined ? { auto: req.auto } : {}),
+    ...(req.maxCost !== undefined ? { maxCost: req.maxCost } : {}),
+    ...(req.maxTokens !== undefined ? { maxTokens: req.maxTokens } : {}),
   });
 }

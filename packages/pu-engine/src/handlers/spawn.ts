@@ -1,4 +1,3 @@
-import { PuError } from "@pu/core/errors";
 import type { RequestOf, SpawnResult } from "@pu/ipc/protocol";
 import type { EngineServices } from "../services.js";
 
@@ -8,10 +7,8 @@ export type SpawnContext = Pick<EngineServices, "state" | "automation" | "queue"
 export async function handleSpawn(ctx: SpawnContext, req: RequestOf<"spawn">): Promise<SpawnResult> {
   const root = await ctx.state.project(req.projectRoot);
   const { type: _type, id: _id, projectRoot: _root, on, maxTokens, maxCost, ...fields } = req;
-  if (on !== undefined) {
-    if (maxTokens !== undefined || maxCost !== undefined) throw new PuError("INVALID_ARGUMENT", "a budget (--max-tokens, --max-cost) is not yet kept for an agent on a host");
-    return ctx.remote.spawn(root, on, fields);
-  }
+  // On a host, the host's daemon keeps and enforces the budget: a dropped link stops nothing there.
+  if (on !== undefined) return ctx.remote.spawn(root, on, { ...fields, ...(maxTokens !== undefined ? { maxTokens } : {}), ...(maxCost !== undefined ? { maxCost } : {}) });
   const launched = await ctx.automation.spawn(root, fields);
   if (maxTokens !== undefined || maxCost !== undefined) await ctx.usage.setBudget(root, launched.agentId, { maxTokens, maxCost }, launched.entry);
   const warnings = ctx.queue.paused ? [...launched.warnings, "the queue is paused (`pu queue resume`): this spawn runs because you asked for it, but the daemon starts nothing on its own"] : launched.warnings;

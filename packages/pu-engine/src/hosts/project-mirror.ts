@@ -1,13 +1,17 @@
 // A project's mirror on a host, seen from the control plane: made and given the base branch
 // (git's own protocol over the host's transport), the project's env files read to be sent with
-// a spawn, a worktree's branch fetched back, and what a worktree there holds uncommitted.
+// a spawn, a worktree's branch fetched back and merged here, and what a worktree there holds
+// that this machine lacks.
 // Paths and names reach the host as arguments, never as shell text.
 import { readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { loadConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
 import type { HostRecord } from "@pu/core/hosts-file";
-import { isInside, realpathOrNull } from "../git/runner.js";
+import type { RemoteProject } from "@pu/core/remote-projects-file";
+import type { MergeResult, WorktreeView } from "@pu/ipc/protocol";
+import { mergeWorktree } from "../git/merge.js";
+import { git, isAncestor, isInside, realpathOrNull, revParse } from "../git/runner.js";
 import { fetchRefs, pushRefs } from "../git/transfer.js";
 import type { HostLinks } from "./host-links.js";
 import { lastLine, run } from "./run-command.js";
@@ -70,7 +74,7 @@ export async function fetchBranchBack(links: HostLinks, host: HostRecord, projec
 }
 
 /** Files a host's worktree holds uncommitted, as its git says: pu's own files and the env files pu wrote there left out. */
-export async function uncommittedOnHost(links: HostLinks, host: HostRecord, worktreePath: string, projectRoot: string): Promise<string[]> {
+async function uncommittedOnHost(links: HostLinks, host: HostRecord, worktreePath: string, projectRoot: string): Promise<string[]> {
   const status = await run(links.argv(host, ["git", "-C", worktreePath, "status", "--porcelain", "--untracked-files=normal"]), WORKTREE_STATUS_TIMEOUT_MS);
   if (status.code !== 0) throw new PuError("DAEMON_UNAVAILABLE", `cannot read ${worktreePath} on ${host.name}: ${lastLine(status.stderr) || `exit ${status.code}`}`);
   const envFiles = new Set(await envFilesOf(projectRoot).catch(() => [] as string[]));
@@ -106,4 +110,43 @@ export async function readEnvFiles(projectRoot: string): Promise<{ files: { path
     files.push({ path: path.relative(projectRoot, source).split(path.sep).join("/"), data: await readFile(real) });
   }
   return { files, notes };
+}
+
+type Placement = Pick<RemoteProject, "host" | "projectRoot" | "baseBranch">;
+
+/**
+ * A host worktree's branch, fetched back, merged into the local base as any local worktree's —
+ * refused while the worktree holds uncommitted files there, nothing to merge when the base has it.
+ */
+export async function mergeFetchedBack(links: HostLinks, host: HostRecord, project: Placement & { merged: string[] }, worktree: WorktreeView, strategy: "merge" | "squash" | "ff-only", message: string | undefined): Promise<MergeResult> {
+  const dirty = await uncommittedOnHost(links, host, worktree.path, project.projectRoot);
+  if (dirty.length > 0) {
+    throw new PuError("INVALID_STATE", `worktree ${worktree.id} on ${host.name} has uncommitted changes (${dirty.slice(0, 5).join(", ")}); commit them in the worktree first`);
+  }
+  const base = { worktreeId: worktree.id, strategy, baseBranch: project.baseBranch };
+  const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
+  const baseCommit = await revParse(project.projectRoot, `refs/heads/${project.baseBranch}`);
+  if (branchCommit && baseCommit && (await isAncestor(project.projectRoot, branchCommit, baseCommit)) && !project.merged.includes(worktree.id)) {
+    return { ...base, status: worktree.status, nothingToMerge: true };
+  }
+  const outcome = await mergeWorktree({ projectRoot: project.projectRoot, branch: worktree.branch, baseBranch: project.baseBranch, strategy, ...(message ? { message } : {}) });
+  return { ...base, status: "merged", commit: outcome.commit };
+}
+
+/** What a host worktree holds that this machine's base lacks (uncommitted files there, commits not merged here); undefined: nothing. */
+export async function workNotHere(links: HostLinks, host: HostRecord, project: Placement, worktree: WorktreeView): Promise<{ reason: string; uncommittedFiles: string[]; unmergedCommits: number } | undefined> {
+  const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
+  const dirty = await uncommittedOnHost(links, host, worktree.path, project.projectRoot);
+  const unmerged = branchCommit ? Number((await git(project.projectRoot, ["rev-list", "--count", `refs/heads/${project.baseBranch}..${branchCommit}`])).trim()) : 0;
+  if (dirty.length === 0 && unmerged === 0) return undefined;
+  const what = [dirty.length > 0 ? `${dirty.length} uncommitted file(s)` : "", unmerged > 0 ? `${unmerged} commit(s) ${project.baseBranch} lacks` : ""].filter(Boolean).join(", ");
+  return { reason: `on host ${project.host}: ${what} (pu merge ${worktree.id} first, or --force)`, uncommittedFiles: dirty, unmergedCommits: unmerged };
+}
+
+/** The local copy of a removed host worktree's branch goes once nothing on it is lost. */
+export async function dropMergedBranch(project: Placement, branch: string): Promise<void> {
+  const branchCommit = await revParse(project.projectRoot, `refs/heads/${branch}`);
+  if (branchCommit && (await isAncestor(project.projectRoot, branchCommit, `refs/heads/${project.baseBranch}`).catch(() => false))) {
+    await git(project.projectRoot, ["branch", "-D", branch]).catch(() => undefined);
+  }
 }

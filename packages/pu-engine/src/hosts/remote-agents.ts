@@ -9,16 +9,16 @@ import { isAlive } from "@pu/core/status";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
 import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
-import type { HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, WorktreeView } from "@pu/ipc/protocol";
+import type { HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, UsageGrouping, UsageResult, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
 import type { DaemonLog } from "../daemon-log.js";
 import type { AgentStatusChange } from "../engine-events.js";
-import { mergeWorktree } from "../git/merge.js";
-import { branchExists, currentBranch, git, isAncestor, revParse } from "../git/runner.js";
+import { branchExists, currentBranch } from "../git/runner.js";
 import type { HostLinks, HostBridge } from "./host-links.js";
+import { RemoteViewers } from "./remote-viewers.js";
 import type { HostService } from "./host-service.js";
-import { addHostAgents, agentStatuses, statusChanges, type HeardReport } from "./remote-status.js";
-import { fetchBranchBack, pushBase, readEnvFiles, uncommittedOnHost, withDeadline } from "./project-mirror.js";
+import { addHostAgents, agentStatuses, statusChanges, unrecordedSince, type HeardReport } from "./remote-status.js";
+import { dropMergedBranch, fetchBranchBack, mergeFetchedBack, pushBase, readEnvFiles, withDeadline, workNotHere } from "./project-mirror.js";
 
 /** A host's status answer is waited for this long before its agents are shown as last known (within the CLI's own 5 s for status). */
 const STATUS_TIMEOUT_MS = 3000;
@@ -38,7 +38,7 @@ export interface RemoteReport {
   seenAt: string | null;
 }
 
-type ProjectRequest = "kill" | "suspend" | "resume" | "rename" | "diff";
+type ProjectRequest = "kill" | "suspend" | "resume" | "rename" | "diff" | "budget";
 
 export class RemoteAgentService {
   private readonly file = new LockedFile();
@@ -49,8 +49,9 @@ export class RemoteAgentService {
   private readonly watches = new Map<string, { viewers: number; running: Map<string, { stop(): void }> }>();
   private readonly changeListeners: ((projectRoot: string, changes: AgentStatusChange[]) => void)[] = [];
   private readonly persistTimers = new Map<string, NodeJS.Timeout>();
-  /** Remote attaches by local connection and agent: resize travels over the viewer's own bridge. */
-  private readonly viewerBridges = new Map<string, HostBridge>();
+  /** Spawns this daemon is waiting for (placement key and when asked): the others a report may settle. */
+  private readonly spawnsInFlight = new Set<string>();
+  private readonly viewers: RemoteViewers;
 
   constructor(
     home: string,
@@ -59,6 +60,7 @@ export class RemoteAgentService {
     private readonly log: DaemonLog,
   ) {
     this.filePath = remoteProjectsFilePath(home);
+    this.viewers = new RemoteViewers(hosts, links);
   }
 
   /** Reads the record at start; a corrupt file is reported in the log and routes nothing (never overwritten). */
@@ -147,10 +149,27 @@ export class RemoteAgentService {
     const newWorktree = !fields.root && fields.worktree === undefined;
     const envFiles = newWorktree ? await readEnvFiles(projectRoot) : { files: [], notes: [] };
     const request = { ...fields, base: baseBranch, projectRoot: mirror, ...(envFiles.files.length > 0 ? { files: envFiles.files } : {}) };
+    // Written before the host is asked: if this daemon dies before the answer is recorded (or
+    // the answer never comes), the agent the host started is adopted from its next report.
+    const askedAt = new Date().toISOString();
+    const inFlight = `${keyOf({ host: host.name, projectRoot })}\0${askedAt}`;
+    await this.change((file) => {
+      const projects = [...file.projects];
+      let project = projects.find((p) => p.host === host.name && p.projectRoot === projectRoot);
+      if (!project) {
+        project = { host: host.name, projectRoot, mirror, baseBranch, agentIds: [], worktreeIds: [], merged: [], lastReport: null, lastSeenAt: null, spawning: [] };
+        projects.push(project);
+      }
+      project.spawning = [...project.spawning, askedAt];
+      return { ...file, projects };
+    });
+    this.spawnsInFlight.add(inFlight);
     let sent: SpawnResult;
     try {
       sent = await this.links.request(host, "spawn", request, { timeoutMs: 120_000 });
     } catch (error) {
+      // Left asked: a host that started the agent but whose answer was lost is settled by its next report.
+      this.spawnsInFlight.delete(inFlight);
       // The host's daemon applies its own trust to the mirror's `.pu/`: say how to give it.
       if (isPuError(error) && error.code === "UNTRUSTED") {
         throw new PuError("UNTRUSTED", `on host ${host.name}: ${error.message.replace(/; read it, then run `pu trust` in .* to allow it$/, "")}; review it with \`pu trust --on ${host.name} --show\`, then \`pu trust --on ${host.name}\``);
@@ -158,18 +177,19 @@ export class RemoteAgentService {
       throw error;
     }
     const result = { ...sent, warnings: [...envFiles.notes, ...sent.warnings] };
-    await this.change((file) => {
-      const projects = [...file.projects];
-      let project = projects.find((p) => p.host === host.name && p.projectRoot === projectRoot);
-      if (!project) {
-        project = { host: host.name, projectRoot, mirror, baseBranch, agentIds: [], worktreeIds: [], merged: [], lastReport: null, lastSeenAt: null };
-        projects.push(project);
-      }
-      project.baseBranch = baseBranch;
-      if (!project.agentIds.includes(result.agentId)) project.agentIds.push(result.agentId);
-      if (result.worktreeId && !project.worktreeIds.includes(result.worktreeId)) project.worktreeIds.push(result.worktreeId);
-      return { ...file, projects };
-    });
+    try {
+      await this.change((file) => {
+        const project = file.projects.find((p) => p.host === host.name && p.projectRoot === projectRoot);
+        if (!project) return file;
+        project.baseBranch = baseBranch;
+        if (!project.agentIds.includes(result.agentId)) project.agentIds.push(result.agentId);
+        if (result.worktreeId && !project.worktreeIds.includes(result.worktreeId)) project.worktreeIds.push(result.worktreeId);
+        project.spawning = project.spawning.filter((at) => at !== askedAt);
+        return file;
+      });
+    } finally {
+      this.spawnsInFlight.delete(inFlight);
+    }
     this.startWatches(projectRoot);
     this.log.event("remote_spawned", { host: host.name, projectRoot, agentId: result.agentId, worktreeId: result.worktreeId });
     return { ...result, host: host.name };
@@ -202,6 +222,27 @@ export class RemoteAgentService {
           return { project, ...this.record(project, this.lastReport(project), false) };
         }
       }),
+    );
+  }
+
+  /**
+   * Each host's roll-up of the agents pu placed there (the host's daemon reads their records and
+   * keeps them); null for a host that does not answer in time.
+   */
+  async usage(projectRoot: string, by: UsageGrouping, since: string | undefined): Promise<{ host: string; result: UsageResult | null }[]> {
+    return Promise.all(
+      this.projectsOf(projectRoot)
+        .filter((project) => project.agentIds.length > 0)
+        .map(async (project) => {
+          try {
+            const host = await this.hosts.get(project.host);
+            const fields = { projectRoot: project.mirror, by, agentIds: project.agentIds, ...(since ? { since } : {}) };
+            return { host: project.host, result: await this.bounded(project, STATUS_TIMEOUT_MS, this.links.request(host, "usage", fields, { timeoutMs: STATUS_TIMEOUT_MS })) };
+          } catch (error) {
+            this.log.event("remote_usage_unanswered", { host: project.host, projectRoot, error: (error as Error).message });
+            return { host: project.host, result: null };
+          }
+        }),
     );
   }
 
@@ -326,58 +367,13 @@ export class RemoteAgentService {
   }
 
   /** Resize over the viewer's own bridge when it is attached (the host sizes the terminal per viewer), else the shared link. */
-  async resize(project: PlacedProject, req: RequestOf<"resize">, conn: ConnectionContext): Promise<ResultOf<"resize">> {
-    const fields = { agentId: req.agentId, cols: req.cols, rows: req.rows };
-    const bridge = this.viewerBridges.get(`${conn.connectionId}:${req.agentId}`);
-    if (bridge) return bridge.client.request("resize", fields);
-    const host = await this.hosts.get(project.host);
-    return this.bounded(project, QUICK_REQUEST_MS, this.links.request(host, "resize", fields));
+  resize(project: PlacedProject, req: RequestOf<"resize">, conn: ConnectionContext): Promise<ResultOf<"resize">> {
+    return this.viewers.resize(project.host, req, conn, (work) => this.bounded(project, QUICK_REQUEST_MS, work));
   }
 
-  /**
-   * Attach relayed from the host: a bridge of its own (the host's viewer ends with it), events
-   * passed on at the local viewer's pace, so the host daemon's slow-viewer rule applies end to end.
-   */
-  async attach(project: PlacedProject, req: RequestOf<"attach">, conn: ConnectionContext): Promise<AttachResult> {
-    const host = await this.hosts.get(project.host);
-    const bridge = await this.links.dedicated(host);
-    const key = `${conn.connectionId}:${req.agentId}`;
-    let stream: Awaited<ReturnType<typeof bridge.client.openStream<"attach">>>;
-    try {
-      stream = await bridge.client.openStream("attach", req.fromOffset === undefined ? { agentId: req.agentId } : { agentId: req.agentId, fromOffset: req.fromOffset });
-    } catch (error) {
-      bridge.close();
-      throw error;
-    }
-    this.viewerBridges.get(key)?.close();
-    this.viewerBridges.set(key, bridge);
-    let drained: (() => void) | undefined;
-    conn.onDrain(() => {
-      const waiter = drained;
-      drained = undefined;
-      waiter?.();
-    });
-    let exited = false;
-    conn.onClose(() => {
-      bridge.close();
-      if (this.viewerBridges.get(key) === bridge) this.viewerBridges.delete(key);
-    });
-    void (async () => {
-      try {
-        for await (const event of stream) {
-          if (conn.closed) break;
-          if (event.type === "exit") exited = true;
-          if (!conn.send({ ...event, id: req.id })) await new Promise<void>((resolve) => (drained = resolve));
-        }
-      } catch {
-        // The bridge failed: said below.
-      }
-      if (!conn.closed && !exited) {
-        conn.send({ type: "notice", id: req.id, agentId: req.agentId, code: "DETACHED", message: `lost the connection to host ${project.host}; the agent keeps running there (\`pu attach ${req.agentId}\` again resumes from where you were)` });
-        conn.close();
-      }
-    })();
-    return stream.result;
+  /** Attach relayed from the host (remote-viewers.ts). */
+  attach(project: PlacedProject, req: RequestOf<"attach">, conn: ConnectionContext): Promise<AttachResult> {
+    return this.viewers.attach(project.host, req, conn);
   }
 
   /**
@@ -386,21 +382,13 @@ export class RemoteAgentService {
    */
   async merge(project: PlacedProject, worktreeId: string, strategy: "merge" | "squash" | "ff-only", message: string | undefined): Promise<MergeResult> {
     const { host, worktree } = await this.fetchBack(project, worktreeId);
-    const dirty = await uncommittedOnHost(this.links, host, worktree.path, project.projectRoot);
-    if (dirty.length > 0) {
-      throw new PuError("INVALID_STATE", `worktree ${worktree.id} on ${host.name} has uncommitted changes (${dirty.slice(0, 5).join(", ")}); commit them in the worktree first`);
-    }
-    const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
-    const baseCommit = await revParse(project.projectRoot, `refs/heads/${project.baseBranch}`);
-    if (branchCommit && baseCommit && (await isAncestor(project.projectRoot, branchCommit, baseCommit)) && !project.merged.includes(worktreeId)) {
-      return { worktreeId, status: worktree.status, strategy, baseBranch: project.baseBranch, nothingToMerge: true };
-    }
-    const outcome = await mergeWorktree({ projectRoot: project.projectRoot, branch: worktree.branch, baseBranch: project.baseBranch, strategy, ...(message ? { message } : {}) });
+    const outcome = await mergeFetchedBack(this.links, host, project, worktree, strategy, message);
+    if (outcome.nothingToMerge) return outcome;
     await this.changeProject(project, (found) => {
       if (!found.merged.includes(worktreeId)) found.merged.push(worktreeId);
     });
     this.log.event("remote_merged", { host: project.host, worktreeId, branch: worktree.branch, commit: outcome.commit });
-    return { worktreeId, status: "merged", strategy, baseBranch: project.baseBranch, commit: outcome.commit };
+    return outcome;
   }
 
   /**
@@ -410,21 +398,16 @@ export class RemoteAgentService {
    */
   async clean(project: PlacedProject, worktreeId: string, force: boolean, options: { keepOnRefusal?: boolean } = {}): Promise<CleanResult> {
     const { host, worktree } = await this.fetchBack(project, worktreeId);
-    const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
     if (!force) {
-      const dirty = await uncommittedOnHost(this.links, host, worktree.path, project.projectRoot);
-      const unmerged = branchCommit ? Number((await git(project.projectRoot, ["rev-list", "--count", `refs/heads/${project.baseBranch}..${branchCommit}`])).trim()) : 0;
-      if (dirty.length > 0 || unmerged > 0) {
-        const reason = `on host ${project.host}: ${[dirty.length > 0 ? `${dirty.length} uncommitted file(s)` : "", unmerged > 0 ? `${unmerged} commit(s) ${project.baseBranch} lacks` : ""].filter(Boolean).join(", ")} (pu merge ${worktreeId} first, or --force)`;
-        if (!options.keepOnRefusal) throw new PuError("INVALID_STATE", `worktree ${worktreeId} not removed: ${reason}`, { details: { uncommittedFiles: dirty, unmergedCommits: unmerged } });
-        return { cleaned: [], kept: [{ worktreeId, name: worktree.name, reason, uncommittedFiles: dirty, unmergedCommits: unmerged }] };
+      const kept = await workNotHere(this.links, host, project, worktree);
+      if (kept) {
+        const { reason, uncommittedFiles, unmergedCommits } = kept;
+        if (!options.keepOnRefusal) throw new PuError("INVALID_STATE", `worktree ${worktreeId} not removed: ${reason}`, { details: { uncommittedFiles, unmergedCommits } });
+        return { cleaned: [], kept: [{ worktreeId, name: worktree.name, ...kept }] };
       }
     }
     const result = await this.links.request(host, "clean", { projectRoot: project.mirror, worktreeId, force: true });
-    // The local copy of the branch goes with the worktree once nothing on it is lost.
-    if (branchCommit && (await isAncestor(project.projectRoot, branchCommit, `refs/heads/${project.baseBranch}`).catch(() => false))) {
-      await git(project.projectRoot, ["branch", "-D", worktree.branch]).catch(() => undefined);
-    }
+    await dropMergedBranch(project, worktree.branch);
     const gone = new Set([worktreeId, ...Object.keys(worktree.agents)]);
     await this.changeProject(project, (found) => {
       found.worktreeIds = found.worktreeIds.filter((id) => !gone.has(id));
@@ -461,8 +444,32 @@ export class RemoteAgentService {
     const seenAt = reachable ? new Date().toISOString() : (this.seen.get(keyOf(project))?.seenAt ?? project.lastSeenAt);
     const heard = { report, reachable, seenAt };
     this.seen.set(keyOf(project), heard);
-    if (reachable && report) this.persistSoon(project);
+    if (reachable && report) {
+      this.persistSoon(project);
+      this.adoptUnrecorded(project, report);
+    }
     return heard;
+  }
+
+  /**
+   * Spawns asked of the host whose answer was never recorded (this daemon died, or the answer
+   * was lost): agents in the mirror started since then that pu does not route yet are adopted,
+   * with their worktrees, so nothing the host started is left unreachable from here.
+   */
+  private adoptUnrecorded(placed: PlacedProject, report: StatusReport): void {
+    const project = this.projects.find((p) => keyOf(p) === keyOf(placed));
+    const settled = (project?.spawning ?? []).filter((at) => !this.spawnsInFlight.has(`${keyOf(placed)}\0${at}`));
+    if (!project || settled.length === 0) return;
+    const { agentIds, worktreeIds } = unrecordedSince(project, report, settled);
+    void this.changeProject(project, (found) => {
+      for (const id of agentIds) if (!found.agentIds.includes(id)) found.agentIds.push(id);
+      for (const id of worktreeIds) if (!found.worktreeIds.includes(id)) found.worktreeIds.push(id);
+      found.spawning = found.spawning.filter((at) => !settled.includes(at));
+    })
+      .then(() => {
+        if (agentIds.length > 0) this.log.event("remote_adopted", { host: project.host, projectRoot: project.projectRoot, agentIds, worktreeIds });
+      })
+      .catch((error) => this.log.event("remote_adopt_failed", { host: project.host, error: (error as Error).message }));
   }
 
   /** The placement's newest report: heard by this daemon, else the record's. */

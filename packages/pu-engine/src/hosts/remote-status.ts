@@ -1,6 +1,6 @@
 // A host's status report of a project's mirror, read for this machine: its agents and worktrees
 // added to the local report, each naming its host and whether that host answers; the status of
-// each agent in it; and which of those changed between two reports.
+// each agent in it; which of those changed between two reports; and which agents a lost spawn answer left unrouted.
 import type { AgentStatus } from "@pu/core/manifest";
 import type { RemoteProject } from "@pu/core/remote-projects-file";
 import type { AgentView, StatusReport, WorktreeView } from "@pu/ipc/protocol";
@@ -51,4 +51,23 @@ export function statusChanges(project: RemoteProject, before: StatusReport | nul
     if (ours(agentId) && was.get(agentId) !== status) changes.push({ projectRoot: project.projectRoot, agentId, from: was.get(agentId) ?? null, to: status });
   }
   return changes;
+}
+
+/**
+ * Agents (and their worktrees) in a host's report of the mirror that the placement does not
+ * route, started since the earliest of `askedAt` (spawns whose answer was never recorded).
+ */
+export function unrecordedSince(project: RemoteProject, report: StatusReport, askedAt: readonly string[]): { agentIds: string[]; worktreeIds: string[] } {
+  // A little before the first ask: the host's clock and this one's may differ by a moment.
+  const since = Math.min(...askedAt.map((at) => Date.parse(at))) - 30_000;
+  const unrecorded = (agent: AgentView) => !project.agentIds.includes(agent.id) && Date.parse(agent.startedAt ?? "") >= since;
+  const agentIds = Object.values(report.agents ?? {}).filter(unrecorded).map((a) => a.id);
+  const worktreeIds: string[] = [];
+  for (const wt of Object.values(report.worktrees ?? {})) {
+    const adopted = Object.values(wt.agents).filter(unrecorded).map((a) => a.id);
+    if (adopted.length === 0) continue;
+    agentIds.push(...adopted);
+    if (!project.worktreeIds.includes(wt.id)) worktreeIds.push(wt.id);
+  }
+  return { agentIds, worktreeIds };
 }

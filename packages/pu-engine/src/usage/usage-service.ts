@@ -13,14 +13,14 @@ import type { BudgetLimit } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
 import { budgetTokens } from "@pu/core/usage";
 import type { AgentBudget, AgentUsage, UsageOwner } from "@pu/core/usage-file";
-import type { AgentUsageView, StatusReport, UsageResult, UsageGrouping } from "@pu/ipc/protocol";
+import type { AgentUsageView, StatusReport, UsageFigures, UsageResult, UsageGrouping } from "@pu/ipc/protocol";
 import type { DaemonLog } from "../daemon-log.js";
 import type { EngineState } from "../state.js";
 import { buildEnv } from "../agents/launch-command.js";
 import { interruptTurn } from "../agents/turn.js";
 import { RecordFinder, type RecordSource, type RecordedAgent } from "./record-sources.js";
 import { UsageStore, type ProjectUsage } from "./usage-store.js";
-import { addTally, describeBudget, describeSpent, emptyTotals, figuresOf, isOver, limitOf, rollUp, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
+import { addTally, describeBudget, describeSpent, emptyTotals, figuresOf, hasFigures, isOver, limitOf, rollUp, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
 
 const POLL_MS = 1_000;
 /** Looking for a record not found yet (a directory listing, a query): at most this often per agent. */
@@ -121,7 +121,7 @@ export class UsageService {
 
   private track(agent: TrackedAgent): void {
     this.tracked.set(agent.agentId, agent);
-    void this.store.project(agent.root).then((project) => {
+    void this.store.project(agent.root).then(async (project) => {
       const entry = this.entryOf(project, agent);
       entry.name = agent.name;
       entry.reading = true;
@@ -131,7 +131,13 @@ export class UsageService {
         const source = this.records.fromKey(key);
         if (source) agent.sources.set(key, source);
       }
+      // A record known before the CLI writes it (Claude's session file, named by pu) is named at
+      // once: its first answer can come before the first poll.
+      await this.discover(agent, entry).catch((error: unknown) => this.log.event("usage_read_failed", { agentId: agent.agentId, error }));
       project.dirty = true;
+      // Written at once, not with the next batch: a daemon killed during the agent's first turn
+      // leaves `reading: true`, and the next one reads the agent's records again from the start.
+      return this.store.persist(agent.root);
     });
   }
 
@@ -211,12 +217,15 @@ export class UsageService {
   }
 
   private async pollAgent(agent: TrackedAgent, now: number): Promise<boolean> {
-    if (now - agent.discoveredAt >= DISCOVER_MS) {
-      agent.discoveredAt = now;
-      for (const source of await this.records.discover(agent, agent.sources, [...this.tracked.values()])) agent.sources.set(source.key, source);
-    }
     const project = await this.store.project(agent.root);
     const entry = this.entryOf(project, agent);
+    if (now - agent.discoveredAt >= DISCOVER_MS) {
+      agent.discoveredAt = now;
+      if (await this.discover(agent, entry)) {
+        project.dirty = true;
+        await this.store.persist(agent.root);
+      }
+    }
     const changed = await this.readSources(agent, project, entry);
     // Asked as often as records are looked for: the orchestrators' answer is not free.
     if (!entry.owner && agent.discoveredAt === now) {
@@ -229,6 +238,19 @@ export class UsageService {
     if (!changed) return false;
     await this.enforceBudget(agent, project, entry);
     return true;
+  }
+
+  /**
+   * The agent's records not followed yet, named in its entry the moment they are found (a daemon
+   * killed before its next write then re-reads them: see settle). True when any was found.
+   */
+  private async discover(agent: TrackedAgent, entry: AgentUsage): Promise<boolean> {
+    const found = await this.records.discover(agent, agent.sources, [...this.tracked.values()]);
+    for (const source of found) {
+      agent.sources.set(source.key, source);
+      entry.sources[source.key] ??= {};
+    }
+    return found.length > 0;
   }
 
   /** Reads what the agent's records gained; their tallies replace the entry's. True when they changed. */
@@ -378,8 +400,7 @@ export class UsageService {
   }
 
   private view(entry: AgentUsage, totals: Totals): AgentUsageView {
-    const known = Object.keys(entry.sources).length > 0;
-    const view: AgentUsageView = { usage: known ? figuresOf(totals) : null };
+    const view: AgentUsageView = { usage: hasFigures(entry) ? figuresOf(totals) : null };
     if (entry.budget) view.budget = { ...entry.budget };
     return view;
   }
@@ -412,11 +433,28 @@ export class UsageService {
     const totals = emptyTotals();
     let any = false;
     for (const entry of Object.values(project.file.agents)) {
-      if (entry.owner?.kind !== owner.kind || entry.owner.id !== owner.id || Object.keys(entry.sources).length === 0) continue;
+      if (entry.owner?.kind !== owner.kind || entry.owner.id !== owner.id || !hasFigures(entry)) continue;
       any = true;
       for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
     }
     return any ? figuresOf(totals) : null;
+  }
+
+  /**
+   * What one ticket's, group's or plan's agents used, summed per agent name (a plan's worker on a
+   * task keeps the task's name across restarts): for `pu plan show`'s cost per task.
+   */
+  async ownerFiguresByName(root: string, owner: UsageOwner): Promise<Map<string, UsageFigures>> {
+    const project = await this.store.project(root);
+    const prices = await this.store.prices(project);
+    const byName = new Map<string, Totals>();
+    for (const entry of Object.values(project.file.agents)) {
+      if (entry.owner?.kind !== owner.kind || entry.owner.id !== owner.id || !hasFigures(entry)) continue;
+      let totals = byName.get(entry.name);
+      if (!totals) byName.set(entry.name, (totals = emptyTotals()));
+      for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
+    }
+    return new Map([...byName].map(([name, totals]) => [name, figuresOf(totals)]));
   }
 
   /** Before the first report of a project: its usage file read and prices loaded, so the report has its figures. */
@@ -446,10 +484,10 @@ export class UsageService {
   }
 
   /** `pu usage`: every agent of the project, alive or gone, rolled up as asked. */
-  async usage(root: string, by: UsageGrouping, since?: string): Promise<UsageResult> {
+  async usage(root: string, by: UsageGrouping, since?: string, agentIds?: readonly string[]): Promise<UsageResult> {
     const project = await this.store.project(root);
     if (project.problem) throw new PuError("CONFIG_ERROR", project.problem);
-    return { projectRoot: root, ...rollUp(project.file, await this.store.prices(project), by, since) };
+    return { projectRoot: root, ...rollUp(project.file, await this.store.prices(project), by, since, agentIds ? new Set(agentIds) : undefined) };
   }
 }
 

@@ -14,6 +14,9 @@ export const PlanStartRequest = req("plan_start", {
   skipVerify: z.boolean().optional(),
   planOnly: z.boolean().optional(),
   auto: z.boolean().optional(),
+  /** The plan's budget over all its role agents: spent, no further one starts and running ones are interrupted. */
+  maxTokens: z.number().int().positive().optional(),
+  maxCost: z.number().positive().max(1_000_000).optional(),
 });
 export const PlanListRequest = req("plan_list", { projectRoot: ProjectRoot });
 export const PlanStatusRequest = req("plan_status", { projectRoot: ProjectRoot, sessionId: SessionId });
@@ -39,6 +42,8 @@ export interface PlanTaskView {
   blockedBy: string[];
   /** The agent working the task now. */
   worker?: string;
+  /** Tokens and cost of the task's workers so far (null: none recorded; absent from an older daemon). */
+  usage?: UsageFigures | null;
 }
 
 export interface PlanView {
@@ -48,7 +53,7 @@ export interface PlanView {
   explorationStage: string;
   iteration: number;
   approvedAt: string | null;
-  options: { max_workers: number; max_iterations: number; skip_verify: boolean; plan_only: boolean; auto_mode: boolean };
+  options: { max_workers: number; max_iterations: number; skip_verify: boolean; plan_only: boolean; auto_mode: boolean; max_cost?: number | null; max_tokens?: number | null };
   /** `.pu/plans/<id>/`. */
   dir: string;
   /** The integration branch (`pu/plan-<id>`). */

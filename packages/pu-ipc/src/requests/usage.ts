@@ -10,6 +10,8 @@ export const UsageRequest = req("usage", {
   by: z.enum(USAGE_GROUPINGS).default("agent"),
   /** Only calls on or after this UTC day (YYYY-MM-DD). */
   since: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, "a day as YYYY-MM-DD").optional(),
+  /** Only these agents: what a control plane asks a host about the agents it placed there. */
+  agentIds: z.array(AgentId).max(100_000).optional(),
 });
 
 /** Limits for one agent; a limit left out stays as it was. */
@@ -52,6 +54,8 @@ export interface UsageRow extends UsageFigures {
   agentType?: string;
   /** Agents counted in the row. */
   agents: number;
+  /** The host an agent row's agent runs on (absent: this machine). */
+  host?: string;
 }
 
 export interface UsageResult {
@@ -62,6 +66,11 @@ export interface UsageResult {
   total: UsageRow;
   /** Agents whose CLI left pu nothing to read (a plain command, a CLI pu has no reader for). */
   unknownAgents: number;
+  /**
+   * Hosts holding agents of this project that did not answer: their agents are not in the rows
+   * (their figures are kept on the host and counted again once it answers).
+   */
+  unansweredHosts?: string[];
 }
 
 export interface UsageResults {

@@ -1,7 +1,7 @@
 import { Command, Option } from "../../clipanion.js";
 import { withDaemon } from "../../daemon-client.js";
 import { writePlanSummary } from "../../plan-view.js";
-import { wholeNumberOption } from "../../number-options.js";
+import { optional, positiveNumberOption, wholeNumberOption } from "../../number-options.js";
 import { PuCommand } from "../../pu-command.js";
 
 export default class PlanStartCommand extends PuCommand {
@@ -14,6 +14,7 @@ export default class PlanStartCommand extends PuCommand {
       ["Plan and wait for approval", '$0 plan start "add rate limiting to the API"'],
       ["Run everything, at most 2 workers at once", '$0 plan start "port the CLI to clipanion" --auto --max-workers 2'],
       ["Only make the plan", '$0 plan start "split the monolith" --plan-only'],
+      ["At most $5 over all its agents", '$0 plan start "add rate limiting to the API" --auto --max-cost 5'],
     ],
   });
 
@@ -23,6 +24,8 @@ export default class PlanStartCommand extends PuCommand {
   skipVerify = Option.Boolean("--skip-verify", false, { description: "Complete when every task is resolved, without a verifier" });
   planOnly = Option.Boolean("--plan-only", false, { description: "Stop once the plan is made; `pu plan run` continues" });
   auto = Option.Boolean("--auto", false, { description: "Approve the plan without asking" });
+  maxCost = Option.String("--max-cost", { description: "The plan's budget in US dollars over all its agents: spent, running turns are interrupted, nothing more starts and the plan fails" });
+  maxTokens = Option.String("--max-tokens", { description: "The plan's budget in tokens (input + cache + output) over all its agents" });
 
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
@@ -32,8 +35,10 @@ export default class PlanStartCommand extends PuCommand {
       skipVerify: this.skipVerify,
       planOnly: this.planOnly,
       auto: this.auto,
-      ...(wholeNumberOption("--max-workers", this.maxWorkers, 0) !== undefined ? { maxWorkers: wholeNumberOption("--max-workers", this.maxWorkers, 0) } : {}),
-      ...(wholeNumberOption("--max-iterations", this.maxIterations, 1) !== undefined ? { maxIterations: wholeNumberOption("--max-iterations", this.maxIterations, 1) } : {}),
+      ...optional("maxWorkers", wholeNumberOption("--max-workers", this.maxWorkers, 0)),
+      ...optional("maxIterations", wholeNumberOption("--max-iterations", this.maxIterations, 1)),
+      ...optional("maxCost", positiveNumberOption("--max-cost", this.maxCost)),
+      ...optional("maxTokens", wholeNumberOption("--max-tokens", this.maxTokens, 1)),
     };
     const plan = await withDaemon((client) => client.request("plan_start", fields));
     return this.report.result(plan, (out) => writePlanSummary(out, plan));

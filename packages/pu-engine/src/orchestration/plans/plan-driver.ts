@@ -19,7 +19,7 @@ import { commitAllChanges } from "../../git/commit.js";
 import { mergeWorktree, MergeConflictError } from "../../git/merge.js";
 import { runGate } from "../../gates/gates.js";
 import { readPlan } from "./plan-store.js";
-import { nextTurn, roleAgentName, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded } from "./role-agent.js";
+import { roleAgentName, rolePrompt, stopRoleAgents, turnSucceeded } from "./role-agent.js";
 import { worktreesDir } from "@pu/core/paths";
 import { tail, logEntry, Stopped, PlanPhases, type RunningWorker } from "./plan-phases.js";
 
@@ -51,7 +51,13 @@ export class PlanDriver extends PlanPhases {
         await this.finish("FAILED", stuckReason(tasks));
         return "stuck";
       }
-      const free = slots.paused() ? 0 : await slots.free(this.root);
+      // A spent budget starts no further worker; the plan fails once the running ones settle.
+      const spent = await this.budgetSpent();
+      if (spent !== undefined && inFlight.size === 0) {
+        await this.finish("FAILED", `the plan's budget is spent (${spent}): no further worker starts; its worktrees and ${planBranch(this.layout.sessionId)} keep what was done`);
+        return "stuck";
+      }
+      const free = spent !== undefined || slots.paused() ? 0 : await slots.free(this.root);
       const picks = pickTasksToStart(tasks, { maxWorkers: session.options.max_workers, freeSlots: free }).filter((t) => !inFlight.has(t.id));
       for (const task of picks) {
         // The worker counts against the queue's caps from now until its task settles.
@@ -104,10 +110,7 @@ export class PlanDriver extends PlanPhases {
     let launched: LaunchedAgent;
     let result: TurnResult;
     try {
-      const role = await startRoleAgent(
-        this.state,
-        this.root,
-        this.layout,
+      const role = await this.startRole(
         { role: "worker", taskId: task.id },
         prompt,
         oldWorktree ? { kind: "worktree", worktree: oldWorktree.id } : { kind: "new", name, base: branch },
@@ -129,7 +132,7 @@ export class PlanDriver extends PlanPhases {
           break;
         }
         worker.failedChecks = [];
-        result = await nextTurn(this.state, launched, `pu: task ${task.id} is not resolved yet:\n${problems.map((p) => `- ${p}`).join("\n")}\nFix this and end your turn.`);
+        result = await this.typeTurn(launched, `pu: task ${task.id} is not resolved yet:\n${problems.map((p) => `- ${p}`).join("\n")}\nFix this and end your turn.`);
       }
     } catch (error) {
       if (error instanceof Stopped) throw error;
@@ -216,7 +219,7 @@ export class PlanDriver extends PlanPhases {
     let verdictProblems: string[] = [];
     const { problems, launched } = await this.roleTurns(
       async () => {
-        const role = await startRoleAgent(this.state, this.root, this.layout, { role: "verifier", iteration }, prompt, { kind: "new", name: roleAgentName(session.session_id, { role: "verifier", iteration }), base: branch });
+        const role = await this.startRole({ role: "verifier", iteration }, prompt, { kind: "new", name: roleAgentName(session.session_id, { role: "verifier", iteration }), base: branch });
         // The session's from now on (pu clean/kill leave it alone), not only once the commands below ran.
         this.roleAgents.add(role.launched.agentId);
         // The verify commands run on the integration branch (the verifier's checkout) while it starts.

@@ -6,6 +6,7 @@
  */
 import { promises as fs } from "node:fs";
 import { PuError } from "@pu/core/errors";
+import { textTail } from "@pu/core/prompt-text";
 import { loadConfig, type PlanConfig } from "@pu/core/config";
 import {
   FINAL_PHASES,
@@ -15,15 +16,16 @@ import {
   type Session,
   type Task,
 } from "@pu/core/plan-files";
+import type { PlanRoleAssignment } from "@pu/core/plan-roles";
 import { OVERVIEW_EXPLORER_ID, explorationRelativePath, planBranch, type PlanLayout } from "@pu/core/plan-layout";
 import { formatProposalErrors, validateTaskProposals, withVerifyTask } from "@pu/core/task-graph";
-import type { LaunchedAgent } from "../../agents/launcher.js";
+import type { LaunchedAgent, LaunchPlacement } from "../../agents/launcher.js";
 import type { TurnResult } from "../../agents/turn.js";
 import type { EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import { readPlan, updatePlan, type PlanFiles } from "./plan-store.js";
-import { nextTurn, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded } from "./role-agent.js";
+import { nextTurn, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded, type RoleAgent } from "./role-agent.js";
 
 
 /** A worker the driver runs: which task, and where. */
@@ -37,7 +39,7 @@ export interface RunningWorker {
 const MAX_OUTPUT_IN_FEEDBACK = 1500;
 
 export function tail(text: string, max = MAX_OUTPUT_IN_FEEDBACK): string {
-  return text.length > max ? `…${text.slice(-max)}` : text;
+  return textTail(text, max);
 }
 
 export function logEntry(type: string, fields: Partial<EvidenceLogEntry>): EvidenceLogEntry {
@@ -55,6 +57,16 @@ async function fileHasText(file: string): Promise<boolean> {
 /** Stops a driver's loop at its next step (cancel, daemon shutdown). */
 export class Stopped extends Error {}
 
+/** A plan's budget, counted over all its role agents (the usage service answers). */
+export interface PlanBudgets {
+  /** Why the plan may start no further role agent ("max $1, spent $1.02"), or undefined. */
+  ownerOver(root: string, owner: { kind: "plan"; id: string }, limit: PlanLimit): Promise<string | undefined>;
+  /** The agent counted toward the plan; its turn interrupted, as a person would, once the plan's budget is spent. */
+  limitOwner(root: string, owner: { kind: "plan"; id: string }, agentId: string, limit: PlanLimit): void;
+}
+
+type PlanLimit = { maxCost?: number | null; maxTokens?: number | null };
+
 
 export abstract class PlanPhases {
   protected readonly workers = new Map<string, RunningWorker>();
@@ -65,6 +77,7 @@ export abstract class PlanPhases {
 
   constructor(
     protected readonly slots: LaunchSlots,
+    private readonly budgets: PlanBudgets,
     protected readonly state: EngineState,
     readonly root: string,
     readonly layout: PlanLayout,
@@ -194,6 +207,37 @@ export abstract class PlanPhases {
 
   // ---- roles ----------------------------------------------------------------------
 
+  /** Why the plan's budget lets nothing more run ("max $1, spent $1.02"); undefined while under it or without one. */
+  protected async budgetSpent(): Promise<string | undefined> {
+    const limit = await this.budget();
+    return limit ? this.budgets.ownerOver(this.root, { kind: "plan", id: this.layout.sessionId }, limit) : undefined;
+  }
+
+  private async budget(): Promise<PlanLimit | undefined> {
+    const { options } = (await readPlan(this.layout)).session;
+    return options.max_cost != null || options.max_tokens != null ? { maxCost: options.max_cost, maxTokens: options.max_tokens } : undefined;
+  }
+
+  private async refusePastBudget(what: string): Promise<void> {
+    const spent = await this.budgetSpent();
+    if (spent !== undefined) throw new PuError("INVALID_STATE", `the plan's budget is spent (${spent}): ${what}; its worktrees and branch keep what was done`);
+  }
+
+  /** Every role agent starts here: not once the plan's budget is spent, and counted toward it. */
+  protected async startRole(assignment: PlanRoleAssignment, prompt: string, placement: LaunchPlacement): Promise<RoleAgent> {
+    await this.refusePastBudget(`no further ${assignment.role} starts`);
+    const role = await startRoleAgent(this.state, this.root, this.layout, assignment, prompt, placement);
+    const limit = await this.budget();
+    if (limit) this.budgets.limitOwner(this.root, { kind: "plan", id: this.layout.sessionId }, role.launched.agentId, limit);
+    return role;
+  }
+
+  /** Every further turn of a role agent is typed here: none once the plan's budget is spent. */
+  protected async typeTurn(launched: LaunchedAgent, text: string): Promise<TurnResult> {
+    await this.refusePastBudget(`${launched.agentId} is given no further turn`);
+    return nextTurn(this.state, launched, text);
+  }
+
   /**
    * Runs a role agent's first turn and then, while `problems()` finds something wrong, types
    * the problems back (bounded retries). Returns the problems left (empty: done).
@@ -210,7 +254,7 @@ export abstract class PlanPhases {
       this.check();
       const found = turnSucceeded(result) ? await problems(result) : [`the agent ${result.outcome === "exited" ? `exited (code ${result.exitCode ?? "?"})` : result.outcome} before finishing`];
       if (found.length === 0 || attempt >= retries || result.outcome !== "waiting") return { problems: found, launched };
-      result = await nextTurn(this.state, launched, `pu: not done yet:\n${found.map((p) => `- ${p}`).join("\n")}\nPlease fix this and end your turn.`);
+      result = await this.typeTurn(launched, `pu: not done yet:\n${found.map((p) => `- ${p}`).join("\n")}\nPlease fix this and end your turn.`);
     }
   }
 
@@ -229,7 +273,7 @@ export abstract class PlanPhases {
         PLAN_DIR: this.layout.dir,
       });
       const { problems } = await this.roleTurns(
-        () => startRoleAgent(this.state, this.root, this.layout, { role: "explorer", explorerId: OVERVIEW_EXPLORER_ID }, prompt, { kind: "root" }),
+        () => this.startRole({ role: "explorer", explorerId: OVERVIEW_EXPLORER_ID }, prompt, { kind: "root" }),
         async () => [
           ...((await fileHasText(overviewFile)) ? [] : [`write your findings to ${overviewFile}`]),
           ...(await this.hintProblems()),
@@ -252,7 +296,7 @@ export abstract class PlanPhases {
       if (await fileHasText(file)) return;
       const prompt = await rolePrompt(this.state, this.root, "explorer", { GOAL: session.goal, EXPLORER_ID: hint.id, HINT: hint.hint, OUTPUT_FILE: file, PLAN_DIR: this.layout.dir });
       const { problems } = await this.roleTurns(
-        () => startRoleAgent(this.state, this.root, this.layout, { role: "explorer", explorerId: hint.id }, prompt, { kind: "root" }),
+        () => this.startRole({ role: "explorer", explorerId: hint.id }, prompt, { kind: "root" }),
         async () => ((await fileHasText(file)) ? [] : [`write your findings to ${file}`]),
         retries,
       );
@@ -305,7 +349,7 @@ export abstract class PlanPhases {
       const prompt = await rolePrompt(this.state, this.root, "planner", { GOAL: session.goal, PLAN_DIR: this.layout.dir, OUTPUT_FILE: this.layout.design, FEEDBACK: "" });
       let accepted: Task[] = [];
       const { problems } = await this.roleTurns(
-        () => startRoleAgent(this.state, this.root, this.layout, { role: "planner" }, prompt, { kind: "root" }),
+        () => this.startRole({ role: "planner" }, prompt, { kind: "root" }),
         async () => {
           const found: string[] = [];
           if (!(await fileHasText(this.layout.design))) found.push(`write the design to ${this.layout.design}`);

@@ -29,11 +29,12 @@ import { currentBranch, git, gitOrFail } from "../../git/runner.js";
 import type { EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
 import type { WorkOwner } from "../../agents/owners.js";
-import { PLAN_BASE_BRANCH_FIELD } from "./plan-merge.js";
+import type { PlanMergeResult } from "@pu/ipc/protocol";
+import { PLAN_BASE_BRANCH_FIELD, mergePlan, type PlanMergeOptions } from "./plan-merge.js";
 import { createPlan, layoutOf, listPlanIds, readPlan, updatePlan } from "./plan-store.js";
 import { planTemplateTrustItems, stopRoleAgents } from "./role-agent.js";
 import { PlanDriver } from "./plan-driver.js";
-import { logEntry } from "./plan-phases.js";
+import { logEntry, type PlanBudgets } from "./plan-phases.js";
 
 export interface PlanStartOptions {
   goal: string;
@@ -42,6 +43,8 @@ export interface PlanStartOptions {
   skipVerify?: boolean;
   planOnly?: boolean;
   auto?: boolean;
+  maxCost?: number;
+  maxTokens?: number;
 }
 /** A design longer than this is cut in replies (a reply frame stays small). */
 const MAX_DESIGN_CHARS = 200_000;
@@ -76,13 +79,14 @@ export class PlanService {
   constructor(
     private readonly state: EngineState,
     readonly slots: LaunchSlots,
+    private readonly budgets: PlanBudgets,
   ) {}
 
   private driver(root: string, sessionId: string): PlanDriver {
     const key = `${root}\0${sessionId}`;
     let driver = this.drivers.get(key);
     if (!driver) {
-      driver = new PlanDriver(this.slots, this.state, root, layoutOf(root, sessionId));
+      driver = new PlanDriver(this.slots, this.budgets, this.state, root, layoutOf(root, sessionId));
       this.drivers.set(key, driver);
     }
     return driver;
@@ -113,6 +117,8 @@ export class PlanService {
         skip_verify: options.skipVerify ?? false,
         plan_only: options.planOnly ?? false,
         auto_mode: options.auto ?? false,
+        ...(options.maxCost !== undefined ? { max_cost: options.maxCost } : {}),
+        ...(options.maxTokens !== undefined ? { max_tokens: options.maxTokens } : {}),
       },
     });
     // The integration branch starts at the project's HEAD now.
@@ -153,6 +159,11 @@ export class PlanService {
         return { id: t.id, subject: t.subject, status: t.status, blockedBy: t.blockedBy, ...(worker ? { worker: worker.launched.agentId } : {}) };
       }),
     };
+  }
+
+  /** `pu plan merge`: a COMPLETE session's integration branch into the branch it started from (or `into`). */
+  merge(root: string, sessionId: string, options: PlanMergeOptions): Promise<PlanMergeResult> {
+    return mergePlan(this.state, root, sessionId, options);
   }
 
   /** The planner's design.md (what a person reads before approving), or null before it is written. */

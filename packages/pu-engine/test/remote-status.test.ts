@@ -1,0 +1,29 @@
+// What a control plane killed between a host's spawn and its record adopts from the host's
+// next report: agents started since the ask that it does not route yet, with their worktrees.
+import { describe, expect, it } from "vitest";
+import type { RemoteProject } from "@pu/core/remote-projects-file";
+import type { AgentView, StatusReport } from "@pu/ipc/protocol";
+import { unrecordedSince } from "../src/hosts/remote-status.js";
+
+const agent = (id: string, startedAt: string) => ({ id, name: id, agentType: "terminal", status: "streaming", startedAt }) as unknown as AgentView;
+
+const project: RemoteProject = { host: "box", projectRoot: "/p", mirror: "/m", baseBranch: "main", agentIds: ["ag-known"], worktreeIds: ["wt-known"], merged: [], lastReport: null, lastSeenAt: null, spawning: [] };
+
+const report = {
+  projectRoot: "/m",
+  agents: { "ag-root-new": agent("ag-root-new", "2026-11-26T10:00:05Z"), "ag-root-old": agent("ag-root-old", "2026-11-26T09:00:00Z") },
+  worktrees: {
+    "wt-known": { id: "wt-known", agents: { "ag-known": agent("ag-known", "2026-11-26T10:00:01Z") } },
+    "wt-new": { id: "wt-new", agents: { "ag-new": agent("ag-new", "2026-11-26T10:00:02Z") } },
+  },
+} as unknown as StatusReport;
+
+describe("unrecordedSince", () => {
+  it("adopts what started since the ask and is not routed; leaves what pu routes and what is older", () => {
+    expect(unrecordedSince(project, report, ["2026-11-26T10:00:00Z"])).toEqual({ agentIds: ["ag-root-new", "ag-new"], worktreeIds: ["wt-new"] });
+  });
+
+  it("nothing started since the ask: nothing adopted", () => {
+    expect(unrecordedSince(project, report, ["2026-11-26T11:00:00Z"])).toEqual({ agentIds: [], worktreeIds: [] });
+  });
+});
