@@ -14,12 +14,13 @@ const report = {
   agents: { "ag-root-new": agent("ag-root-new", "2026-11-26T10:00:05Z"), "ag-root-old": agent("ag-root-old", "2026-11-26T09:00:00Z") },
   worktrees: {
     "wt-known": { id: "wt-known", agents: { "ag-known": agent("ag-known", "2026-11-26T10:00:01Z") } },
-    "wt-new": { id: "wt-new", agents: { "ag-new": agent("ag-new", "2026-11-26T10:00:02Z") } },
+    "wt-new": { id: "wt-new", status: "active", agents: { "ag-new": agent("ag-new", "2026-11-26T10:00:02Z") } },
+    "wt-gone": { id: "wt-gone", status: "cleaned", agents: { "ag-gone": agent("ag-gone", "2026-11-26T10:00:03Z") } },
   },
 } as unknown as StatusReport;
 
 describe("unrecordedSince", () => {
-  it("adopts what started since the ask and is not routed; leaves what pu routes and what is older", () => {
+  it("adopts what started since the ask and is not routed; leaves what pu routes, what is older and what was cleaned", () => {
     expect(unrecordedSince(project, report, ["2026-11-26T10:00:00Z"])).toEqual({ agentIds: ["ag-root-new", "ag-new"], worktreeIds: ["wt-new"] });
   });
 

@@ -27,6 +27,9 @@ const QUICK_REQUEST_MS = 4500;
 
 const PERSIST_EVERY_MS = 5000;
 
+/** A spawn failing with these may still have started the agent on the host (the answer never came). */
+const ANSWER_LOST = ["DAEMON_UNAVAILABLE", "TIMEOUT", "PROTOCOL_MISMATCH"];
+
 const keyOf = (p: Pick<RemoteProject, "host" | "projectRoot">) => `${p.host}\0${p.projectRoot}`;
 
 export type PlacedProject = RemoteProject;
@@ -168,8 +171,14 @@ export class RemoteAgentService {
     try {
       sent = await this.links.request(host, "spawn", request, { timeoutMs: 120_000 });
     } catch (error) {
-      // Left asked: a host that started the agent but whose answer was lost is settled by its next report.
       this.spawnsInFlight.delete(inFlight);
+      // An answer that was lost (the link, the time) leaves the ask for the host's next report to
+      // settle; a refusal from the host started nothing, so the ask goes.
+      if (!isPuError(error) || !ANSWER_LOST.includes(error.code)) {
+        await this.changeProject({ host: host.name, projectRoot }, (found) => {
+          found.spawning = found.spawning.filter((at) => at !== askedAt);
+        }).catch(() => undefined);
+      }
       // The host's daemon applies its own trust to the mirror's `.pu/`: say how to give it.
       if (isPuError(error) && error.code === "UNTRUSTED") {
         throw new PuError("UNTRUSTED", `on host ${host.name}: ${error.message.replace(/; read it, then run `pu trust` in .* to allow it$/, "")}; review it with \`pu trust --on ${host.name} --show\`, then \`pu trust --on ${host.name}\``);
@@ -490,7 +499,7 @@ export class RemoteAgentService {
   }
 
   /** Changes the record's entry of a placement, if it is still there. */
-  private changeProject(project: PlacedProject, fn: (found: RemoteProject) => void): Promise<void> {
+  private changeProject(project: Pick<PlacedProject, "host" | "projectRoot">, fn: (found: RemoteProject) => void): Promise<void> {
     return this.change((file) => {
       const found = file.projects.find((p) => keyOf(p) === keyOf(project));
       if (found) fn(found);

@@ -59,11 +59,13 @@ export function statusChanges(project: RemoteProject, before: StatusReport | nul
  */
 export function unrecordedSince(project: RemoteProject, report: StatusReport, askedAt: readonly string[]): { agentIds: string[]; worktreeIds: string[] } {
   // A little before the first ask: the host's clock and this one's may differ by a moment.
-  const since = Math.min(...askedAt.map((at) => Date.parse(at))) - 30_000;
+  const since = Math.min(...askedAt.map((at) => Date.parse(at))) - 5_000;
   const unrecorded = (agent: AgentView) => !project.agentIds.includes(agent.id) && Date.parse(agent.startedAt ?? "") >= since;
   const agentIds = Object.values(report.agents ?? {}).filter(unrecorded).map((a) => a.id);
   const worktreeIds: string[] = [];
   for (const wt of Object.values(report.worktrees ?? {})) {
+    // A worktree removed on the host (pu clean) is nothing to route any more.
+    if (wt.status === "cleaned") continue;
     const adopted = Object.values(wt.agents).filter(unrecorded).map((a) => a.id);
     if (adopted.length === 0) continue;
     agentIds.push(...adopted);
