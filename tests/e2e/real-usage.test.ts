@@ -237,6 +237,30 @@ describe("a budget", () => {
     await sandbox.ok(["ticket", "cancel", created.ticket.id]);
   }, STEP_TIMEOUT_MS);
 
+  it("a workflow's group step takes the step's budget as the group's: past it, no further member starts", async () => {
+    // One member at a time, so the second one's start comes after the first one spent the budget.
+    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
+    mkdirSync(path.join(sandbox.root, ".pu/workflows"), { recursive: true });
+    writeFileSync(
+      path.join(sandbox.root, ".pu/workflows/GSPEND.yaml"),
+      'steps:\n  - name: fanout\n    type: multi_prompt\n    agent: claude\n    prompts: ["variant one", "variant two"]\n    prompt: "RUN: sleep 8 RUN: echo past-group-step > gs.txt USAGE: in=1000 out=100 SAY: unreachable"\n    max_tokens: 1000\n',
+    );
+    await sandbox.ok(["trust"]);
+    const created = await sandbox.puJson<{ ticket: { id: string } }>(["ticket", "create", "fan out past a budget", "--type", "GSPEND"]);
+    type Member = { state: string; reason: string | null };
+    const cancelled = await waitFor("a member of the step's group not started for its budget", async () => {
+      const { groups } = await sandbox.puJson<{ groups: { groupId: string; ticketId?: string | null; members: Member[] }[] }>(["group", "list"]);
+      return groups.find((g) => g.ticketId === created.ticket.id)?.members.find((m) => m.state === "cancelled");
+    }, 3 * TURN_TIMEOUT_MS, 1000).catch(async (error: Error) => {
+      // The queue says why a ticket did not start; the group list what its members did.
+      console.log(await sandbox.ok(["queue"]), await sandbox.ok(["group", "list", "--json"]));
+      throw error;
+    });
+    expect(cancelled.reason).toMatch(/^not started: the group's budget is spent \(max 1000 tokens, spent 1100 tokens/);
+    expect(server.requests.filter((r) => r.command === "echo past-group-step > gs.txt")).toEqual([]);
+    await sandbox.ok(["ticket", "cancel", created.ticket.id]).catch(() => "");
+  }, 4 * TURN_TIMEOUT_MS);
+
   it("a group over its budget: the running member is interrupted and no further member starts", async () => {
     // One member at a time, so the second one's start comes after the first one spent the budget.
     writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");

@@ -193,6 +193,9 @@ export abstract class QueueSteps extends QueueDispatch {
           ...(step.gate !== undefined ? { gate: step.gate, maxRetries: step.max_retries } : {}),
           ...(step.timeout_minutes !== undefined ? { timeoutMinutes: step.timeout_minutes } : {}),
           ...(step.judge !== undefined ? { judge: step.judge } : {}),
+          // The step's budget (or the ticket's, the lower of the two) is the group's, over all its members.
+          ...lowerLimit("maxCost", step.max_cost, ticket.max_cost),
+          ...lowerLimit("maxTokens", step.max_tokens, ticket.max_tokens),
           ...(step.read_only && agentState.session_context_ref ? { sharedWorktree: agentState.session_context_ref } : {}),
           ticketId: run.ticketId,
           stepName: step.name,
@@ -471,4 +474,10 @@ export abstract class QueueSteps extends QueueDispatch {
     }
   }
 
+}
+
+/** `{ [key]: the lower of two limits }`, or nothing when neither is set. */
+function lowerLimit<K extends string>(key: K, a: number | undefined, b: number | undefined): Partial<Record<K, number>> {
+  const lower = a === undefined ? b : b === undefined ? a : Math.min(a, b);
+  return lower === undefined ? {} : ({ [key]: lower } as Record<K, number>);
 }
