@@ -244,6 +244,12 @@ export function cpuSeconds(pid) {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
+/** CPU seconds the whole machine spent busy (all cores: user, nice, system, irq, softirq, steal) since boot. */
+export function machineBusySeconds() {
+  const [, user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).map(Number);
+  return (user + nice + system + irq + softirq + steal) / CLOCK_TICKS;
+}
+
 export function rssBytes(pid) {
   const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return m ? Number(m[1]) * 1024 : NaN;

@@ -17,6 +17,7 @@ import {
   isAlive,
   killOwned,
   loadPty,
+  machineBusySeconds,
   own,
   disown,
   sleep,
@@ -151,6 +152,16 @@ async function viaCliFollow(daemon, ws, script) {
   }
 }
 
+/** A run with the machine's busy CPU over it, what 2 cores could give in that time, and this process's (the reader's) own. */
+async function withCpu(measure) {
+  const machineBefore = machineBusySeconds();
+  const own = process.cpuUsage();
+  const started = clock();
+  const result = await measure();
+  const used = process.cpuUsage(own);
+  return { ...result, cpu: { machine: machineBusySeconds() - machineBefore, available: (2 * (clock() - started)) / 1000, reader: (used.user + used.system) / 1e6 } };
+}
+
 function tmux(sock, ...args) {
   const r = spawnSync("tmux", ["-S", sock, "-f", "/dev/null", ...args], { encoding: "utf8" });
   if (r.status !== 0) throw new Error(`tmux ${args.join(" ")}: ${r.stderr}`);
@@ -214,9 +225,13 @@ async function runShape(shape, { runs, megabytes }) {
     const bytesSeen = { direct: [], pu: [], cli: [], tmux: [] };
     const skippedBytes = [];
     const daemonCpu = [];
+    const cpuSplit = [];
     for (let r = 0; r < runs; r++) {
-      const d = await viaDirectPty(pty, ws.project, script);
-      const p = await viaDaemon(daemon, ws, script);
+      // Where the two cores went: the whole machine's busy CPU per run, and the bench's own share
+      // (the reader: node-pty directly, or the attached viewer).
+      const d = await withCpu(() => viaDirectPty(pty, ws.project, script));
+      const p = await withCpu(() => viaDaemon(daemon, ws, script));
+      cpuSplit.push({ direct: d.cpu, pu: { ...p.cpu, daemon: p.daemonCpu } });
       const c = await viaCliFollow(daemon, ws, script);
       const t = await viaTmux(ws.dir, script, r);
       for (const [k, v] of Object.entries({ direct: d, pu: p, cli: c, tmux: t })) {
@@ -236,7 +251,8 @@ async function runShape(shape, { runs, megabytes }) {
       `${fileBytes} bytes in the file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, pu logs --follow ${bytesSeen.cli.join("/")}, ` +
       `direct ${bytesSeen.direct.join("/")}, tmux ${bytesSeen.tmux.join("/")}; ` +
       `bytes the pu viewer skipped (fell behind the ring): ${skippedBytes.join("/")}; ` +
-      `daemon CPU per run (screen model included): ${daemonCpu.map((c) => `${c.toFixed(2)} s`).join("/")}`;
+      `daemon CPU per run (screen model included): ${daemonCpu.map((c) => `${c.toFixed(2)} s`).join("/")}; ` +
+      `CPU per run, of 2 cores × wall time: ${cpuSplit.map(({ direct, pu }) => `direct ${direct.machine.toFixed(2)}/${direct.available.toFixed(2)} s (reader ${direct.reader.toFixed(2)}), pu ${pu.machine.toFixed(2)}/${pu.available.toFixed(2)} s (daemon ${pu.daemon.toFixed(2)}, viewer ${pu.reader.toFixed(2)})`).join("; ")}`;
     return [
       figure({
         id: `throughput.pu_vs_direct${shape.id}`,
