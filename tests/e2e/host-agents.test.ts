@@ -336,7 +336,16 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     // the host's answer cannot be written before the daemon dies.
     await waitFor("the spawn written as asked", () => (/"spawning":\["/.test(readFileSync(recordFile, "utf8")) ? true : undefined), 60_000, 5);
     const lock = LockedFile.lockPath(recordFile);
-    mkdirSync(lock);
+    // Taken as soon as the daemon's own write of the moment (a status report kept) lets go.
+    await waitFor("the record's lock", () => {
+      try {
+        mkdirSync(lock);
+        return true;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "EEXIST") return undefined;
+        throw error;
+      }
+    }, 10_000, 2);
     const keepFresh = setInterval(() => utimesSync(lock, new Date(), new Date()), 1000);
     let orphanId: string;
     try {
