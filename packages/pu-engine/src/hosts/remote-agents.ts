@@ -155,7 +155,8 @@ export class RemoteAgentService {
     // Written before the host is asked: if this daemon dies before the answer is recorded (or
     // the answer never comes), the agent the host started is adopted from its next report.
     const askedAt = new Date().toISOString();
-    const inFlight = `${keyOf({ host: host.name, projectRoot })}\0${askedAt}`;
+    const placement = { host: host.name, projectRoot };
+    const inFlight = `${keyOf(placement)}\0${askedAt}`;
     await this.change((file) => {
       const projects = [...file.projects];
       let project = projects.find((p) => p.host === host.name && p.projectRoot === projectRoot);
@@ -167,34 +168,32 @@ export class RemoteAgentService {
       return { ...file, projects };
     });
     this.spawnsInFlight.add(inFlight);
-    let sent: SpawnResult;
+    let result: SpawnResult;
     try {
-      sent = await this.links.request(host, "spawn", request, { timeoutMs: 120_000 });
-    } catch (error) {
-      this.spawnsInFlight.delete(inFlight);
-      // An answer that was lost (the link, the time) leaves the ask for the host's next report to
-      // settle; a refusal from the host started nothing, so the ask goes.
-      if (!isPuError(error) || !ANSWER_LOST.includes(error.code)) {
-        await this.changeProject({ host: host.name, projectRoot }, (found) => {
-          found.spawning = found.spawning.filter((at) => at !== askedAt);
-        }).catch(() => undefined);
+      let sent: SpawnResult;
+      try {
+        sent = await this.links.request(host, "spawn", request, { timeoutMs: 120_000 });
+      } catch (error) {
+        // An answer that was lost (the link, the time) leaves the ask for the host's next report to
+        // settle; a refusal from the host started nothing, so the ask goes.
+        if (!isPuError(error) || !ANSWER_LOST.includes(error.code)) {
+          await this.changeProject(placement, (found) => {
+            found.spawning = found.spawning.filter((at) => at !== askedAt);
+          }).catch(() => undefined);
+        }
+        // The host's daemon applies its own trust to the mirror's `.pu/`: say how to give it.
+        if (isPuError(error) && error.code === "UNTRUSTED") {
+          throw new PuError("UNTRUSTED", `on host ${host.name}: ${error.message.replace(/; read it, then run `pu trust` in .* to allow it$/, "")}; review it with \`pu trust --on ${host.name} --show\`, then \`pu trust --on ${host.name}\``);
+        }
+        throw error;
       }
-      // The host's daemon applies its own trust to the mirror's `.pu/`: say how to give it.
-      if (isPuError(error) && error.code === "UNTRUSTED") {
-        throw new PuError("UNTRUSTED", `on host ${host.name}: ${error.message.replace(/; read it, then run `pu trust` in .* to allow it$/, "")}; review it with \`pu trust --on ${host.name} --show\`, then \`pu trust --on ${host.name}\``);
-      }
-      throw error;
-    }
-    const result = { ...sent, warnings: [...envFiles.notes, ...sent.warnings] };
-    try {
-      await this.change((file) => {
-        const project = file.projects.find((p) => p.host === host.name && p.projectRoot === projectRoot);
-        if (!project) return file;
-        project.baseBranch = baseBranch;
-        if (!project.agentIds.includes(result.agentId)) project.agentIds.push(result.agentId);
-        if (result.worktreeId && !project.worktreeIds.includes(result.worktreeId)) project.worktreeIds.push(result.worktreeId);
-        project.spawning = project.spawning.filter((at) => at !== askedAt);
-        return file;
+      result = { ...sent, warnings: [...envFiles.notes, ...sent.warnings] };
+      const placed = result;
+      await this.changeProject(placement, (found) => {
+        found.baseBranch = baseBranch;
+        if (!found.agentIds.includes(placed.agentId)) found.agentIds.push(placed.agentId);
+        if (placed.worktreeId && !found.worktreeIds.includes(placed.worktreeId)) found.worktreeIds.push(placed.worktreeId);
+        found.spawning = found.spawning.filter((at) => at !== askedAt);
       });
     } finally {
       this.spawnsInFlight.delete(inFlight);

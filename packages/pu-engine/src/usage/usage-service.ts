@@ -11,7 +11,7 @@
  */
 import type { BudgetLimit } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
-import { budgetTokens } from "@pu/core/usage";
+import { budgetTokens, lowerLimit } from "@pu/core/usage";
 import type { AgentBudget, AgentUsage, UsageOwner } from "@pu/core/usage-file";
 import type { AgentUsageView, StatusReport, UsageFigures, UsageResult, UsageGrouping } from "@pu/ipc/protocol";
 import type { DaemonLog } from "../daemon-log.js";
@@ -371,10 +371,9 @@ export class UsageService {
     const project = await this.store.writable(root);
     const entry = project.file.agents[agentId];
     const spent = entry ? totalsOf(entry, await this.store.prices(project)) : emptyTotals();
-    const lower = (a: number | undefined, b: number | undefined) => (a === undefined ? b : b === undefined ? a : Math.min(a, b));
     const budget: AgentBudget = {};
-    const maxTokens = lower(ticket.maxTokens, step.maxTokens === undefined ? undefined : budgetTokens(spent) + step.maxTokens);
-    const maxCost = lower(ticket.maxCost, step.maxCost === undefined ? undefined : (spent.costUsd ?? 0) + step.maxCost);
+    const maxTokens = lowerLimit(ticket.maxTokens, step.maxTokens === undefined ? undefined : budgetTokens(spent) + step.maxTokens);
+    const maxCost = lowerLimit(ticket.maxCost, step.maxCost === undefined ? undefined : (spent.costUsd ?? 0) + step.maxCost);
     if (maxTokens !== undefined) budget.maxTokens = maxTokens;
     if (maxCost !== undefined) budget.maxCost = maxCost;
     const target = entry ?? this.entryOf(project, { agentId, name: agentId, agentType: "unknown", startedAtMs: Date.now() });
@@ -428,16 +427,8 @@ export class UsageService {
 
   /** What every agent of one ticket, group or plan used, as recorded while they ran (null: none recorded). */
   async ownerFigures(root: string, owner: UsageOwner): Promise<AgentUsageView["usage"]> {
-    const project = await this.store.project(root);
-    const prices = await this.store.prices(project);
-    const totals = emptyTotals();
-    let any = false;
-    for (const entry of Object.values(project.file.agents)) {
-      if (entry.owner?.kind !== owner.kind || entry.owner.id !== owner.id || !hasFigures(entry)) continue;
-      any = true;
-      for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
-    }
-    return any ? figuresOf(totals) : null;
+    const totals = (await this.ownerTotals(root, owner, () => "")).get("");
+    return totals ? figuresOf(totals) : null;
   }
 
   /**
@@ -445,16 +436,23 @@ export class UsageService {
    * task keeps the task's name across restarts): for `pu plan show`'s cost per task.
    */
   async ownerFiguresByName(root: string, owner: UsageOwner): Promise<Map<string, UsageFigures>> {
+    const byName = await this.ownerTotals(root, owner, (entry) => entry.name);
+    return new Map([...byName].map(([name, totals]) => [name, figuresOf(totals)]));
+  }
+
+  /** The totals of one owner's agents that recorded anything, summed per `groupOf` (no group: none recorded). */
+  private async ownerTotals(root: string, owner: UsageOwner, groupOf: (entry: AgentUsage) => string): Promise<Map<string, Totals>> {
     const project = await this.store.project(root);
     const prices = await this.store.prices(project);
-    const byName = new Map<string, Totals>();
+    const groups = new Map<string, Totals>();
     for (const entry of Object.values(project.file.agents)) {
       if (entry.owner?.kind !== owner.kind || entry.owner.id !== owner.id || !hasFigures(entry)) continue;
-      let totals = byName.get(entry.name);
-      if (!totals) byName.set(entry.name, (totals = emptyTotals()));
+      const key = groupOf(entry);
+      let totals = groups.get(key);
+      if (!totals) groups.set(key, (totals = emptyTotals()));
       for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
     }
-    return new Map([...byName].map(([name, totals]) => [name, figuresOf(totals)]));
+    return groups;
   }
 
   /** Before the first report of a project: its usage file read and prices loaded, so the report has its figures. */

@@ -21,7 +21,7 @@ import { runGate } from "../../gates/gates.js";
 import { readPlan } from "./plan-store.js";
 import { roleAgentName, rolePrompt, stopRoleAgents, turnSucceeded } from "./role-agent.js";
 import { worktreesDir } from "@pu/core/paths";
-import { tail, logEntry, Stopped, PlanPhases, type RunningWorker } from "./plan-phases.js";
+import { tail, logEntry, planLimit, Stopped, PlanPhases, type RunningWorker } from "./plan-phases.js";
 
 export class PlanDriver extends PlanPhases {
   // ---- execution ----------------------------------------------------------------
@@ -52,7 +52,7 @@ export class PlanDriver extends PlanPhases {
         return "stuck";
       }
       // A spent budget starts no further worker; the plan fails once the running ones settle.
-      const spent = await this.budgetSpent();
+      const spent = await this.budgetSpent(planLimit(session.options));
       if (spent !== undefined && inFlight.size === 0) {
         await this.finish("FAILED", `the plan's budget is spent (${spent}): no further worker starts; its worktrees and ${planBranch(this.layout.sessionId)} keep what was done`);
         return "stuck";

@@ -67,6 +67,11 @@ export interface PlanBudgets {
 
 type PlanLimit = { maxCost?: number | null; maxTokens?: number | null };
 
+/** A plan's budget from its session options; undefined for a plan without one. */
+export function planLimit(options: Session["options"]): PlanLimit | undefined {
+  return options.max_cost != null || options.max_tokens != null ? { maxCost: options.max_cost, maxTokens: options.max_tokens } : undefined;
+}
+
 
 export abstract class PlanPhases {
   protected readonly workers = new Map<string, RunningWorker>();
@@ -207,34 +212,32 @@ export abstract class PlanPhases {
 
   // ---- roles ----------------------------------------------------------------------
 
-  /** Why the plan's budget lets nothing more run ("max $1, spent $1.02"); undefined while under it or without one. */
-  protected async budgetSpent(): Promise<string | undefined> {
-    const limit = await this.budget();
+  /** Why the plan's budget (`planLimit` of its options) lets nothing more run ("max $1, spent $1.02"); undefined while under it or without one. */
+  protected async budgetSpent(limit: PlanLimit | undefined): Promise<string | undefined> {
     return limit ? this.budgets.ownerOver(this.root, { kind: "plan", id: this.layout.sessionId }, limit) : undefined;
   }
 
-  private async budget(): Promise<PlanLimit | undefined> {
-    const { options } = (await readPlan(this.layout)).session;
-    return options.max_cost != null || options.max_tokens != null ? { maxCost: options.max_cost, maxTokens: options.max_tokens } : undefined;
+  private async limitOnDisk(): Promise<PlanLimit | undefined> {
+    return planLimit((await readPlan(this.layout)).session.options);
   }
 
-  private async refusePastBudget(what: string): Promise<void> {
-    const spent = await this.budgetSpent();
+  private async refusePastBudget(limit: PlanLimit | undefined, what: string): Promise<void> {
+    const spent = await this.budgetSpent(limit);
     if (spent !== undefined) throw new PuError("INVALID_STATE", `the plan's budget is spent (${spent}): ${what}; its worktrees and branch keep what was done`);
   }
 
   /** Every role agent starts here: not once the plan's budget is spent, and counted toward it. */
   protected async startRole(assignment: PlanRoleAssignment, prompt: string, placement: LaunchPlacement): Promise<RoleAgent> {
-    await this.refusePastBudget(`no further ${assignment.role} starts`);
+    const limit = await this.limitOnDisk();
+    await this.refusePastBudget(limit, `no further ${assignment.role} starts`);
     const role = await startRoleAgent(this.state, this.root, this.layout, assignment, prompt, placement);
-    const limit = await this.budget();
     if (limit) this.budgets.limitOwner(this.root, { kind: "plan", id: this.layout.sessionId }, role.launched.agentId, limit);
     return role;
   }
 
   /** Every further turn of a role agent is typed here: none once the plan's budget is spent. */
   protected async typeTurn(launched: LaunchedAgent, text: string): Promise<TurnResult> {
-    await this.refusePastBudget(`${launched.agentId} is given no further turn`);
+    await this.refusePastBudget(await this.limitOnDisk(), `${launched.agentId} is given no further turn`);
     return nextTurn(this.state, launched, text);
   }
 

@@ -5,6 +5,7 @@ import path from "node:path";
 import { loadConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
 import { aggregatedText, isGroupFinished } from "@pu/core/group";
+import { lowerLimit } from "@pu/core/usage";
 import type { CompletedTicket } from "@pu/core/operator-state";
 import { puDir, worktreesDir } from "@pu/core/paths";
 import { renderTemplate } from "@pu/core/template";
@@ -194,8 +195,8 @@ export abstract class QueueSteps extends QueueDispatch {
           ...(step.timeout_minutes !== undefined ? { timeoutMinutes: step.timeout_minutes } : {}),
           ...(step.judge !== undefined ? { judge: step.judge } : {}),
           // The step's budget (or the ticket's, the lower of the two) is the group's, over all its members.
-          ...lowerLimit("maxCost", step.max_cost, ticket.max_cost),
-          ...lowerLimit("maxTokens", step.max_tokens, ticket.max_tokens),
+          ...limitField("maxCost", lowerLimit(step.max_cost, ticket.max_cost)),
+          ...limitField("maxTokens", lowerLimit(step.max_tokens, ticket.max_tokens)),
           ...(step.read_only && agentState.session_context_ref ? { sharedWorktree: agentState.session_context_ref } : {}),
           ticketId: run.ticketId,
           stepName: step.name,
@@ -476,8 +477,7 @@ export abstract class QueueSteps extends QueueDispatch {
 
 }
 
-/** `{ [key]: the lower of two limits }`, or nothing when neither is set. */
-function lowerLimit<K extends string>(key: K, a: number | undefined, b: number | undefined): Partial<Record<K, number>> {
-  const lower = a === undefined ? b : b === undefined ? a : Math.min(a, b);
-  return lower === undefined ? {} : ({ [key]: lower } as Record<K, number>);
+/** `{ [key]: limit }`, or nothing when no limit is set. */
+function limitField<K extends string>(key: K, limit: number | undefined): Partial<Record<K, number>> {
+  return limit === undefined ? {} : ({ [key]: limit } as Record<K, number>);
 }
