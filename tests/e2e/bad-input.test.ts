@@ -126,6 +126,8 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
     expectOneLineError(await sb.pu(["usage", "--since", "last week"]), 2, /--since expects a day \(2026-11-01\), "today" or a number of days \(7d\), got "last week"/);
     expectOneLineError(await sb.pu(["spawn", "--agent", "terminal", "--max-cost", "0"]), 2, /--max-cost expects a positive number, got "0"/);
     expectOneLineError(await sb.pu(["spawn", "--agent", "terminal", "--max-tokens", "1.5"]), 2, /--max-tokens expects a whole number of at least 1, got "1.5"/);
+    expectOneLineError(await sb.pu(["plan", "start", "a goal", "--max-cost", "0"]), 2, /--max-cost expects a positive number, got "0"/);
+    expectOneLineError(await sb.pu(["plan", "start", "a goal", "--max-tokens", "0"]), 2, /--max-tokens expects a whole number of at least 1, got "0"/);
     expectOneLineError(await sb.pu(["budget", "ag-zzzzzzzz"]), 2, /give --max-tokens N and\/or --max-cost USD/);
     expectOneLineError(await sb.pu(["budget", "ag-zzzzzzzz", "--max-cost", "1"]), 3, /no agent ag-zzzzzzzz/);
 
