@@ -14,7 +14,7 @@ import { LockedFile } from "@pu/core/locked-file";
 import { connectClient } from "@pu/ipc/client";
 import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allAgents, PuSandbox, type StatusJson } from "../helpers/pu-sandbox.js";
+import { allAgents, PuSandbox, REPO_ROOT, type StatusJson } from "../helpers/pu-sandbox.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
 import { chromiumPath, startWeb } from "../helpers/web.js";
@@ -50,6 +50,18 @@ interface RemoteAgentJson {
 }
 
 /** A scripted agent: commits a file in its worktree, then echoes what it is sent. */
+/** The scripted group member (tests/fixtures/group-member.mjs): readable by the host's user too. */
+const GROUP_MEMBER = path.join(REPO_ROOT, "tests/fixtures/group-member.mjs");
+
+interface HostGroupJson {
+  groupId: string;
+  phase: string;
+  members: { variant: string; state: string; host: string | null; worktreeId: string | null; worktreePath: string | null; output: string | null; outputSource: string | null; diff: unknown }[];
+}
+interface StateWithGroups {
+  multi_agent_groups: { group_id: string; members: Record<string, { host?: string | null; started_at: string }>; individual_outputs: Record<string, { finished_at: string }> }[];
+}
+
 const AGENT_SCRIPT =
   'echo remote-work > remote.txt && git add remote.txt && git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "work done on the host" && stty raw -echo; echo "ready on $(id -un) hostile=$HOSTILE"; exec cat';
 
@@ -66,6 +78,13 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     if (!found) throw new Error(`agent ${id} is not in pu status`);
     return found;
   };
+
+  const promptFiles = (names: string[]): string[] =>
+    names.flatMap((name) => {
+      const file = path.join(sb.base, `${name}.md`);
+      writeFileSync(file, `approach ${name}\n`);
+      return ["--prompt-file", file];
+    });
 
   const controlArgs = () => ["-F", host.configFile, "-o", `ControlPath=${path.join(sb.home, "ssh", "box")}`];
   /** The pid of the shared ssh connection's master, from `ssh -O check`. */
@@ -131,7 +150,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(hosts.hosts[0]!.link).toMatchObject({ state: "connected", agents: 1 });
   });
 
-  it("bad placements are one line and the documented exit code: an unknown host (3), a detached HEAD (1), no mirror yet for trust --on (3)", async () => {
+  it("bad placements are one line and the documented exit code: an unknown host (3), a detached HEAD (1); trust --on before any agent makes the mirror it reviews", async () => {
     const unknown = await sb.pu(["spawn", "--on", "nosuch", "--root", "--command", "true"]);
     expect(unknown.code).toBe(3);
     expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
@@ -150,10 +169,11 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const emptyRoot = `${host.home}/empty-root`;
     execFileSync("runuser", ["-u", host.user, "--", "sh", "-c", 'mkdir -p "$1/bin" && ln -s "$2/bin/pu" "$1/bin/pu"', "sh", emptyRoot, root]);
     await sb.ok(["host", "add", "empty-box", "--exec", `runuser -u ${host.user} --`, "--root", emptyRoot]);
-    const noMirror = await sb.pu(["trust", "--on", "empty-box", "--show"]);
-    expect(noMirror.code).toBe(3);
-    expect(noMirror.stderr.trim().split("\n")).toHaveLength(1);
-    expect(noMirror.stderr).toMatch(/host empty-box has no mirror of .* yet \(pu spawn --on empty-box makes it\)/);
+    // Nothing placed there yet: the branch is pushed to a new mirror, and what its .pu/ would run is shown.
+    const mirror = hostMirrorPath({ root: emptyRoot }, sb.root);
+    expect(existsSync(mirror)).toBe(false);
+    await sb.ok(["trust", "--on", "empty-box", "--show"]);
+    expect(execFileSync("git", ["-c", "safe.directory=*", "-C", mirror, "rev-parse", "main"], { encoding: "utf8" }).trim()).toBe(sb.git(["rev-parse", "main"]).trim());
     await sb.ok(["host", "remove", "empty-box"]);
   });
 
@@ -424,6 +444,74 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await waitFor("the exec agent to end", async () => (isProcessAlive(played.pid!) ? undefined : true), 30_000, 100);
     // Nothing left running there: removing it needs no --force.
     await sb.ok(["host", "remove", "box-exec"]);
+  });
+
+  it("a group spread over this machine and a host: members placed in turn under each place's cap, the host's run by its daemon, pick merges a host member here and cleans the rest on both sides", async () => {
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    const before = readFileSync(config, "utf8");
+    writeFileSync(config, `${before}${/^agents:/m.test(before) ? "" : "\nagents:"}\n  member:\n    command: ${process.execPath} ${GROUP_MEMBER}\n`);
+    sb.git(["add", "-f", ".pu/config.yaml"]);
+    sb.git(["commit", "-q", "-m", "a scripted group member"]);
+    await sb.ok(["trust"]);
+    // One slot on each side: this machine's queue.maxParallel, the host's --max-agents.
+    await sb.ok(["host", "add", "box-one", "--exec", `runuser -u ${host.user} --`, "--root", root, "--max-agents", "1"]);
+    writeFileSync(path.join(sb.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
+    try {
+      const unknown = await sb.pu(["group", "run", "task", "--agent", "member", ...promptFiles(["x", "y"]), "--on", "local,nosuch"]);
+      expect(unknown.code).toBe(3);
+      expect(unknown.stderr.trim().split("\n")).toHaveLength(1);
+      expect(unknown.stderr).toMatch(/no host named nosuch/);
+      const twice = await sb.pu(["group", "run", "task", "--agent", "member", ...promptFiles(["x", "y"]), "--on", "box-one,box-one"]);
+      expect(twice.code).toBe(2);
+      expect(twice.stderr).toMatch(/--on: box-one is listed twice/);
+      // The host's daemon applies its own trust: reviewed and given from here (the new commit pushed first).
+      expect(await sb.ok(["trust", "--on", "box-one", "--show"])).toMatch(/NOT TRUSTED .*group-member/);
+      await sb.ok(["trust", "--on", "box-one"]);
+
+      const started = await sb.puJson<{ groupId: string }>(["group", "run", "spread task", "--agent", "member", ...promptFiles(["a", "b", "c", "d"]), "--on", "local,box-one"]);
+      const done = await waitFor(`group ${started.groupId} to end`, async () => {
+        const group = await sb.puJson<HostGroupJson>(["group", "status", started.groupId]);
+        return ["complete", "failed", "cancelled"].includes(group.phase) ? group : undefined;
+      }, 120_000, 250);
+      expect(done.phase, JSON.stringify(done)).toBe("complete");
+      const onHost = done.members.filter((m) => m.host === "box-one");
+      const here = done.members.filter((m) => m.host === null);
+      expect(onHost.length).toBeGreaterThan(0);
+      expect(here.length).toBeGreaterThan(0);
+      expect(onHost.length + here.length).toBe(4);
+      for (const m of done.members) expect(m).toMatchObject({ state: "done", outputSource: "file", diff: { files: 2, insertions: 2, deletions: 0 } });
+      // A host member worked in a worktree of the host's mirror, as the host's user; its output came from there.
+      const remote = onHost[0]!;
+      expect(remote.worktreePath!.startsWith(`${root}/projects/`)).toBe(true);
+      expect(statSync(remote.worktreePath!).uid).toBe(host.uid);
+      expect(remote.output).toContain(`output of ${remote.variant} (turn 1)`);
+      // Never more than one member at a time on either side (each place's cap is 1): from the recorded times.
+      const recorded = (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as StateWithGroups).multi_agent_groups.find((g) => g.group_id === started.groupId)!;
+      for (const place of [null, "box-one"]) {
+        const spans = Object.entries(recorded.members)
+          .filter(([, m]) => (m.host ?? null) === place)
+          .map(([v, m]) => [Date.parse(m.started_at), Date.parse(recorded.individual_outputs[v]!.finished_at)] as const)
+          .sort((a, b) => a[0] - b[0]);
+        for (let i = 1; i < spans.length; i++) expect(spans[i]![0], `members on ${place ?? "this machine"} overlapped`).toBeGreaterThanOrEqual(spans[i - 1]![1]);
+      }
+      expect(await sb.ok(["group", "status", started.groupId])).toMatch(new RegExp(`done\\s+${remote.variant} \\S+ on box-one`));
+      expect(await sb.ok(["group", "compare", started.groupId])).toMatch(/\bHOST\b/);
+      // The host member's change, computed on the host.
+      const diff = await sb.puJson<{ files: { path: string }[] }>(["group", "diff", started.groupId, remote.variant]);
+      expect(diff.files.map((f) => f.path).sort()).toEqual([`${remote.variant}.txt`, "ok.txt"]);
+
+      // Pick the host's member: its branch fetched back and merged into main here; every other worktree removed where it lives.
+      const picked = await sb.puJson<{ merge: { status: string }; clean: { cleaned: { worktreeId: string }[] } }>(["group", "pick", started.groupId, remote.variant]);
+      expect(picked.merge.status).toBe("merged");
+      expect(readFileSync(path.join(sb.root, `${remote.variant}.txt`), "utf8")).toBe(`${remote.variant} line 1\n`);
+      const others = done.members.filter((m) => m.variant !== remote.variant);
+      expect(picked.clean.cleaned.map((c) => c.worktreeId).sort()).toEqual(others.map((m) => m.worktreeId).sort());
+      for (const m of others) expect(existsSync(m.worktreePath!), `${m.variant}'s worktree on ${m.host ?? "this machine"}`).toBe(false);
+      // Nothing unmerged is left there: the host goes without --force.
+      await sb.ok(["host", "remove", "box-one"]);
+    } finally {
+      rmSync(path.join(sb.home, "config.yaml"), { force: true });
+    }
   });
 
   it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", { timeout: 300_000, retry: 1 }, async () => {

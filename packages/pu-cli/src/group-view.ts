@@ -27,16 +27,18 @@ export function writeGroupSummary(out: HumanOutput, group: GroupView): void {
 export function writeGroupStatus(out: HumanOutput, group: GroupView): void {
   writeGroupSummary(out, group);
   for (const m of group.members) {
-    const where = m.agentId ? ` ${m.agentId}` : "";
+    const where = `${m.agentId ? ` ${m.agentId}` : ""}${m.host ? ` on ${m.host}` : ""}`;
     out.line(`  ${m.state.padEnd(9)} ${m.variant}${where}${m.reason ? `: ${m.reason}` : ""}`);
   }
 }
 
 const COLUMNS = ["VARIANT", "AGENT", "MODEL", "STATE", "TIME", "COST", "FILES", "+/-", "GATE", "RANK"] as const;
 
-function compareRows(group: GroupView): string[][] {
+/** A HOST column once a member runs on a host. */
+function compareRows(group: GroupView, hosts: boolean): string[][] {
   return group.members.map((m) => [
     m.variant + (group.winner === m.variant ? " *" : ""),
+    ...(hosts ? [m.host ?? "local"] : []),
     m.agentType,
     m.model ?? "-",
     m.state,
@@ -51,8 +53,10 @@ function compareRows(group: GroupView): string[][] {
 
 export function writeGroupCompare(out: HumanOutput, group: GroupView): void {
   writeGroupSummary(out, group);
-  const rows = [[...COLUMNS], ...compareRows(group)].map((row) => row.map((cell) => truncate(cell, 40)));
-  const widths = COLUMNS.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  const hosts = group.members.some((m) => m.host);
+  const columns = hosts ? [COLUMNS[0], "HOST", ...COLUMNS.slice(1)] : [...COLUMNS];
+  const rows = [columns, ...compareRows(group, hosts)].map((row) => row.map((cell) => truncate(cell, 40)));
+  const widths = columns.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
   for (const row of rows) out.line(row.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join("  ").trimEnd());
   const reasons = group.reasons;
   if (typeof reasons === "string") out.line(`judge: ${reasons}`);

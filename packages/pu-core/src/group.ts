@@ -101,6 +101,10 @@ export const GroupSettingsSchema = z.looseObject({
   /** The group's budget over all its members (USD, and tokens: all the provider reported). */
   max_cost: z.number().positive().nullish(),
   max_tokens: z.number().int().positive().nullish(),
+  /** Where members run: `local` (this machine) and hosts' names, spread in turn (absent: here only). */
+  hosts: z.array(z.string()).nullish(),
+  /** This group runs one member of a group a control plane placed on this host: that group and member. */
+  placed_by: z.object({ group_id: z.string(), variant: z.string() }).nullish(),
 });
 export type GroupSettings = z.infer<typeof GroupSettingsSchema>;
 
@@ -116,6 +120,10 @@ export const GroupMemberSchema = z.looseObject({
   started_at: z.string().nullish(),
   /** The number of the member's turn (1 = its prompt; more are gate fixes). */
   attempts: z.number().int().min(0).default(0),
+  /** The host it runs on (absent: this machine); the host's daemon runs it as a group of its own. */
+  host: z.string().nullish(),
+  /** That group's id on the host. */
+  host_group_id: z.string().nullish(),
 });
 export type GroupMember = z.infer<typeof GroupMemberSchema>;
 
@@ -164,7 +172,9 @@ export function isGroupFinished(group: Pick<MultiAgentGroup, "phase">): boolean 
 export function memberState(group: GroupRecord, variant: string): MemberState {
   const result = group.individual_outputs?.[variant];
   if (result) return result.state;
-  return group.members[variant]?.agent_id ? "running" : "pending";
+  const member = group.members[variant];
+  // A member on a host runs once the host made its group there, before the host names its agent.
+  return member?.agent_id || member?.host_group_id ? "running" : "pending";
 }
 
 export function variantKeys(group: GroupRecord): string[] {

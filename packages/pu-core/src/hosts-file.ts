@@ -9,6 +9,8 @@ import { parseJsonText } from "./json-state.js";
 import { remoteCommandLine } from "./remote-argv.js";
 
 export const HOST_NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+/** The name that stands for this machine in a list of places (`--on local,gpu-box`): never a host's. */
+export const LOCAL_PLACE = "local";
 /** `[user@]host`: never an ssh option (a leading "-"), never whitespace or shell syntax. */
 const SSH_DESTINATION = /^(?:[A-Za-z0-9._][A-Za-z0-9._-]{0,63}@)?[A-Za-z0-9_][A-Za-z0-9._:-]{0,252}$/;
 /** ssh options that would run a command of their own or accept an unknown host key. */
@@ -60,6 +62,7 @@ export function parseHostsFile(text: string, filePath: string): HostsFile {
 
 /** A host as the person describes it on `pu host add`, checked field by field. */
 export function newHostRecord(fields: { name: string; transport: HostTransport; root: string; maxAgents?: number | null }, now: Date): HostRecord {
+  if (fields.name === LOCAL_PLACE) throw new PuError("INVALID_ARGUMENT", `"${LOCAL_PLACE}" names this machine in a list of places (--on ${LOCAL_PLACE},HOST); give the host another name`);
   for (const option of fields.transport.kind === "ssh" ? fields.transport.options : []) {
     const key = option.slice(0, option.indexOf("=")).toLowerCase();
     if (REFUSED_SSH_OPTIONS.has(key)) {

@@ -25,6 +25,7 @@ import { SlotLedger } from "./orchestration/slots.js";
 import { AutomationService } from "./automation/automation-service.js";
 import { DaemonService } from "./daemon-service.js";
 import { HostLinks } from "./hosts/host-links.js";
+import { HostMembers } from "./hosts/host-members.js";
 import { HostService } from "./hosts/host-service.js";
 import { RemoteAgentService } from "./hosts/remote-agents.js";
 
@@ -136,13 +137,19 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     triggers.start();
     // state.json: the queue and the groups both record in it, through the one store.
     const operatorState = new OperatorStateStore(operatorStatePath(home));
-    // One ledger of launch capacity: tickets, group members and plan workers all count against it.
-    const slots = new SlotLedger(state, operatorState);
+    // Hosts: this daemon is the control plane; agents it placed elsewhere are routed by id.
+    const hostService = new HostService(home, log);
+    hostLinks = new HostLinks(log, home);
+    const remote = new RemoteAgentService(home, hostService, hostLinks, log);
+    await remote.load();
+    // One ledger of launch capacity: tickets, group members and plan workers all count against it
+    // (members placed on hosts against each host's --max-agents).
+    const slots = new SlotLedger(state, operatorState, async (name) => (await hostService.list()).find((h) => h.name === name)?.maxAgents);
     // Group members wait in the ledger's line for slots; the queue's group steps run through the groups.
     // Usage: read from the agent CLIs' records; budgets of tickets, steps and groups are counted on their agents.
     const usage = new UsageService(state, log);
     usageService = usage;
-    groups = new GroupService(state, operatorState, slots, usage);
+    groups = new GroupService(state, operatorState, slots, usage, new HostMembers(hostService, hostLinks, remote));
     const groupService = groups;
     const workQueue = new QueueService(state, operatorState, slots, groupService, usage);
     queue = workQueue;
@@ -150,11 +157,6 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Plan workers take the same slots and wait while automatic work is paused.
     plans = new PlanService(state, slots, usage);
     const planService = plans;
-    // Hosts: this daemon is the control plane; agents it placed elsewhere are routed by id.
-    const hostService = new HostService(home, log);
-    hostLinks = new HostLinks(log, home);
-    const remote = new RemoteAgentService(home, hostService, hostLinks, log);
-    await remote.load();
     // Each status report carries every agent's figures (and, below, the hosts' agents).
     usage.setOwnerLookup((root, agentId) => {
       const owner = ownedWorkIn({ queue: workQueue, groups: groupService, plans: planService }, root).agent(agentId);

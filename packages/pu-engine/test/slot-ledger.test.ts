@@ -28,7 +28,8 @@ describe("SlotLedger", () => {
     const state = new EngineState(home, new ProjectRegistry(path.join(base, "projects.json")), openDaemonLog(path.join(base, "daemon.log")));
     store = new OperatorStateStore(operatorStatePath(home));
     await store.load();
-    ledger = new SlotLedger(state, store);
+    // Two hosts: one with a cap of one agent, one with no cap; any other name is no host.
+    ledger = new SlotLedger(state, store, async (name) => (name === "one" ? 1 : name === "open" ? null : undefined));
   });
 
   afterEach(() => rmSync(base, { recursive: true, force: true }));
@@ -90,5 +91,46 @@ describe("SlotLedger", () => {
     let served = 0;
     await ledger.fill(async () => ({ serve: async () => void served++ }), () => false);
     expect(served).toBe(0);
+  });
+
+  it("places a group's launches over this machine and hosts: the place with room holding the fewest of its slots, each host under its cap", async () => {
+    const placed: string[] = [];
+    const releases: (() => void)[] = [];
+    for (let i = 0; i < 5; i++) {
+      void ledger.requestPlace(root, "group:g2", ["local", "one", "nohost"]).granted.then(({ release, place }) => (placed.push(place), releases.push(release)));
+    }
+    const fill = async () => {
+      await ledger.fill(async () => undefined, () => false);
+      await new Promise((resolve) => setImmediate(resolve));
+    };
+    await fill();
+    // This machine's cap is 2 (maxParallel), the host's 1, and a name that is no host never has room.
+    expect(placed).toEqual(["local", "one", "local"]);
+    expect(ledger.used()).toBe(2);
+    expect(ledger.usedOn("one")).toBe(1);
+    // The host's slot freed: the next launch goes there (this machine is still full).
+    releases[1]!();
+    await fill();
+    expect(placed).toEqual(["local", "one", "local", "one"]);
+    // A host's slots take nothing from this machine's caps: a ticket still waits for a slot here.
+    expect(await ledger.free(root)).toBe(0);
+    releases[0]!();
+    await fill();
+    expect(placed).toEqual(["local", "one", "local", "one", "local"]);
+  });
+
+  it("a host without a cap always has room, and a paused ledger places nothing anywhere", async () => {
+    const placed: string[] = [];
+    for (let i = 0; i < 4; i++) void ledger.requestPlace(root, "group:g3", ["open"]).granted.then(({ place }) => void placed.push(place));
+    store.state.paused = true;
+    await ledger.fill(async () => undefined, () => ledger.paused());
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(placed).toEqual([]);
+    store.state.paused = false;
+    await ledger.fill(async () => undefined, () => ledger.paused());
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(placed).toEqual(["open", "open", "open", "open"]);
+    expect(ledger.usedOn("open")).toBe(4);
+    expect(ledger.used()).toBe(0);
   });
 });

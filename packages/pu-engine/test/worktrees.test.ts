@@ -201,6 +201,17 @@ describe("diffWorktree", () => {
     expect(status(wt.path).split("\n").sort()).toEqual([" M lib.txt", "?? image.bin", "?? notes/"]);
   });
 
+  it("leaves out the env files pu copied in: their contents are secrets, not the agent's change", async () => {
+    const wt = await create("with-env");
+    repo.write(".env", "SECRET=1\n", wt.path);
+    repo.write("config/.env.local", "TOKEN=2\n", wt.path);
+    repo.write("work.txt", "done\n", wt.path);
+    const diff = await diffWorktree({ path: wt.path, branch: wt.branch, baseBranch: "main", envFiles: [".env", "./config/.env.local"] });
+    expect(diff.files.map((f) => f.path)).toEqual(["work.txt"]);
+    expect(diff.patch).not.toContain("SECRET");
+    expect(diff.patch).not.toContain("TOKEN");
+  });
+
   it("omits the patch in stat mode and reports an untouched worktree as empty", async () => {
     const wt = await create("quiet");
     const empty = await diffWorktree({ path: wt.path, branch: wt.branch, baseBranch: "main", stat: true });

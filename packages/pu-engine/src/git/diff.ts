@@ -12,6 +12,8 @@ export interface DiffWorktreeOptions {
   branch: string;
   baseBranch: string;
   stat?: boolean;
+  /** The project's env files pu copied into the worktree: never the agent's change (their contents are secrets). */
+  envFiles?: readonly string[];
 }
 
 export type WorktreeChanges = Omit<WorktreeDiff, "worktreeId" | "name">;
@@ -44,8 +46,9 @@ export async function diffWorktree(options: DiffWorktreeOptions): Promise<Worktr
     }
     const env = { GIT_INDEX_FILE: indexFile };
     // Entries ending in "/" are nested repositories, which have no lines to count.
+    const copied = new Set((options.envFiles ?? []).map((f) => path.posix.normalize(f)));
     const untracked = splitNul(await diffGit(worktreePath, ["ls-files", "--others", "--exclude-standard", "-z"], env))
-      .filter((p) => !p.endsWith("/"));
+      .filter((p) => !p.endsWith("/") && !copied.has(p));
     // In batches, so a worktree full of new files cannot overflow the argument list.
     for (let i = 0; i < untracked.length; i += 500) {
       const batch = untracked.slice(i, i + 500).map(literalPathspec);

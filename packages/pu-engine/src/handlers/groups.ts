@@ -23,6 +23,8 @@ export async function handleGroupRun(services: GroupsContext, req: RequestOf<"gr
     ...(req.base !== undefined ? { base: req.base } : {}),
     ...(req.maxCost !== undefined ? { maxCost: req.maxCost } : {}),
     ...(req.maxTokens !== undefined ? { maxTokens: req.maxTokens } : {}),
+    ...(req.on !== undefined ? { on: req.on } : {}),
+    ...(req.placedMember !== undefined ? { placedMember: req.placedMember } : {}),
   });
   return groupView(group);
 }

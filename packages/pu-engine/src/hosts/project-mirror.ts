@@ -6,7 +6,7 @@
 import { readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { loadConfig } from "@pu/core/config";
-import { PuError } from "@pu/core/errors";
+import { PuError, isPuError } from "@pu/core/errors";
 import type { HostRecord } from "@pu/core/hosts-file";
 import type { RemoteProject } from "@pu/core/remote-projects-file";
 import type { MergeResult, WorktreeView } from "@pu/ipc/protocol";
@@ -52,6 +52,15 @@ async function envFilesOf(projectRoot: string): Promise<string[]> {
 }
 
 /** Makes the mirror if needed and pushes the base branch to it (forced: the mirror follows this machine). */
+/**
+ * The host's daemon applies its own trust to the mirror's `.pu/`: its refusal is said as the
+ * host's, with how to review and give that trust from here. Any other error as it is.
+ */
+export function hostTrustError(hostName: string, error: unknown): unknown {
+  if (!isPuError(error) || error.code !== "UNTRUSTED") return error;
+  return new PuError("UNTRUSTED", `on host ${hostName}: ${error.message.replace(/; read it, then run `pu trust` in .* to allow it$/, "")}; review it with \`pu trust --on ${hostName} --show\`, then \`pu trust --on ${hostName}\``);
+}
+
 export async function pushBase(links: HostLinks, host: HostRecord, projectRoot: string, mirror: string, baseBranch: string): Promise<void> {
   await links.freshen(host);
   const envFiles = (await envFilesOf(projectRoot)).filter((f) => !f.startsWith("../") && !f.includes("\n"));

@@ -18,7 +18,7 @@ import type { HostLinks, HostBridge } from "./host-links.js";
 import { RemoteViewers } from "./remote-viewers.js";
 import type { HostService } from "./host-service.js";
 import { addHostAgents, agentStatuses, statusChanges, unrecordedSince, type HeardReport } from "./remote-status.js";
-import { dropMergedBranch, fetchBranchBack, mergeFetchedBack, pushBase, readEnvFiles, withDeadline, workNotHere } from "./project-mirror.js";
+import { dropMergedBranch, fetchBranchBack, hostTrustError, mergeFetchedBack, pushBase, readEnvFiles, withDeadline, workNotHere } from "./project-mirror.js";
 
 /** A host's status answer is waited for this long before its agents are shown as last known (within the CLI's own 5 s for status). */
 const STATUS_TIMEOUT_MS = 3000;
@@ -144,10 +144,7 @@ export class RemoteAgentService {
     }
     const baseBranch = fields.base ?? (await currentBranch(projectRoot));
     if (!baseBranch) throw new PuError("INVALID_STATE", `${projectRoot} is on a detached HEAD; check out a branch (or pass --base) to place an agent on ${hostName}`);
-    if (!(await branchExists(projectRoot, baseBranch))) throw new PuError("INVALID_ARGUMENT", `no branch ${baseBranch} in ${projectRoot}`);
-    const mirror = hostMirrorPath(host, projectRoot);
-    await pushBase(this.links, host, projectRoot, mirror, baseBranch);
-    await this.links.request(host, "init", { projectRoot: mirror });
+    const mirror = await this.prepareMirror(host, projectRoot, baseBranch);
     // The project's env files are not in git: sent along, written into the host's new worktree before the agent starts.
     const newWorktree = !fields.root && fields.worktree === undefined;
     const envFiles = newWorktree ? await readEnvFiles(projectRoot) : { files: [], notes: [] };
@@ -181,11 +178,7 @@ export class RemoteAgentService {
             found.spawning = found.spawning.filter((at) => at !== askedAt);
           }).catch(() => undefined);
         }
-        // The host's daemon applies its own trust to the mirror's `.pu/`: say how to give it.
-        if (isPuError(error) && error.code === "UNTRUSTED") {
-          throw new PuError("UNTRUSTED", `on host ${host.name}: ${error.message.replace(/; read it, then run `pu trust` in .* to allow it$/, "")}; review it with \`pu trust --on ${host.name} --show\`, then \`pu trust --on ${host.name}\``);
-        }
-        throw error;
+        throw hostTrustError(host.name, error);
       }
       result = { ...sent, warnings: [...envFiles.notes, ...sent.warnings] };
       const placed = result;
@@ -203,16 +196,49 @@ export class RemoteAgentService {
     return { ...result, host: host.name };
   }
 
-  /** `pu trust --on HOST`: what the mirror's `.pu/` on the host would run, trusted there unless `showOnly`. */
+  /** The project's mirror on the host, made if missing, with `baseBranch` pushed to it and `pu init` run there. */
+  async prepareMirror(host: HostRecord, projectRoot: string, baseBranch: string): Promise<string> {
+    if (!(await branchExists(projectRoot, baseBranch))) throw new PuError("INVALID_ARGUMENT", `no branch ${baseBranch} in ${projectRoot}`);
+    const mirror = hostMirrorPath(host, projectRoot);
+    await pushBase(this.links, host, projectRoot, mirror, baseBranch);
+    await this.links.request(host, "init", { projectRoot: mirror });
+    return mirror;
+  }
+
+  /**
+   * Routes an agent (and its worktree) the host started on pu's behalf — a group's member there —
+   * from now on: status, attach, kill, merge and clean reach it by id.
+   */
+  async adopt(projectRoot: string, host: HostRecord, baseBranch: string, ids: { agentId?: string | null; worktreeId?: string | null }): Promise<void> {
+    const placement = { host: host.name, projectRoot };
+    await this.change((file) => {
+      const projects = [...file.projects];
+      let project = projects.find((p) => keyOf(p) === keyOf(placement));
+      if (!project) {
+        project = { host: host.name, projectRoot, mirror: hostMirrorPath(host, projectRoot), baseBranch, agentIds: [], worktreeIds: [], merged: [], lastReport: null, lastSeenAt: null, spawning: [] };
+        projects.push(project);
+      }
+      if (ids.agentId && !project.agentIds.includes(ids.agentId)) project.agentIds.push(ids.agentId);
+      if (ids.worktreeId && !project.worktreeIds.includes(ids.worktreeId)) project.worktreeIds.push(ids.worktreeId);
+      return { ...file, projects };
+    });
+    if (ids.agentId) {
+      this.startWatches(projectRoot);
+      this.log.event("remote_adopted", { host: host.name, projectRoot, agentIds: [ids.agentId], worktreeIds: ids.worktreeId ? [ids.worktreeId] : [] });
+    }
+  }
+
+  /**
+   * `pu trust --on HOST`: what the mirror's `.pu/` on the host would run, trusted there unless
+   * `showOnly`. The project's current branch is pushed to the mirror first (made if missing), so
+   * what is shown and trusted is what the next agent placed there runs, not an older commit's.
+   */
   async trustOn(projectRoot: string, hostName: string, showOnly: boolean): Promise<ResultOf<"trust">> {
     const host = await this.hosts.get(hostName);
-    const mirror = hostMirrorPath(host, projectRoot);
-    try {
-      return await this.links.request(host, "trust", { projectRoot: mirror, ...(showOnly ? { showOnly: true } : {}) });
-    } catch (error) {
-      if (isPuError(error) && error.code === "NOT_INITIALIZED") throw new PuError("NOT_FOUND", `host ${host.name} has no mirror of ${projectRoot} yet (pu spawn --on ${host.name} makes it)`);
-      throw error;
-    }
+    const branch = await currentBranch(projectRoot);
+    if (!branch) throw new PuError("INVALID_STATE", `${projectRoot} is on a detached HEAD; check out the branch whose .pu/ should be trusted on ${hostName}`);
+    const mirror = await this.prepareMirror(host, projectRoot, branch);
+    return this.links.request(host, "trust", { projectRoot: mirror, ...(showOnly ? { showOnly: true } : {}) });
   }
 
   /** Each host's report of this project's mirror: fresh when it answers in time, else as last seen. */

@@ -17,6 +17,20 @@ export interface LaunchSlots {
    * the ticket queue take turns, so a big group cannot starve tickets nor tickets a group.
    */
   request(projectRoot: string, owner: string): SlotRequest;
+  /**
+   * Waits in line, as `request`, for a slot at one of `places` (`local`: this machine's caps;
+   * a host: its `--max-agents`): the one with room holding the fewest of this owner's slots.
+   */
+  requestPlace(projectRoot: string, owner: string, places: readonly string[]): PlaceRequest;
+  /** Counts one launch at `place` (as `take` does here) until the returned release is called. */
+  takeAt(projectRoot: string, owner: string, place: string): () => void;
+}
+
+export interface PlaceRequest {
+  /** Settles with the slot's release and its place once granted (never while paused). */
+  granted: Promise<{ release: () => void; place: string }>;
+  /** Leaves the line; a slot granted already is not released by this. */
+  cancel(): void;
 }
 
 export interface SlotRequest {

@@ -9,6 +9,10 @@
  * as long as their agent runs, or wait in line with `request`: the queue's dispatch pass
  * serves the lines in turn with its own tickets (`fill`), the line served longest ago first,
  * so a big group cannot starve tickets nor tickets a group.
+ *
+ * A line may wait for a slot at one of several places (`requestPlace`: a group run `--on
+ * local,gpu-box`). A host's slots are counted here per host against its `--max-agents` (no cap:
+ * always room); they take nothing from this machine's caps, which are for this machine's cores.
  */
 import { readFile } from "node:fs/promises";
 import os from "node:os";
@@ -17,7 +21,9 @@ import { loadConfig, parseConfig, projectConfigWarnings, type Config } from "@pu
 import { PuError } from "@pu/core/errors";
 import { configPath } from "@pu/core/paths";
 import type { EngineState } from "../state.js";
-import type { LaunchSlots, SlotRequest } from "./launch-slots.js";
+import { LOCAL_PLACE } from "@pu/core/hosts-file";
+import { choosePlace } from "@pu/core/placement";
+import type { LaunchSlots, PlaceRequest, SlotRequest } from "./launch-slots.js";
 import type { OperatorStateStore } from "./queue/state-store.js";
 
 const DEFAULT_HUNG_MINUTES = 30;
@@ -32,9 +38,13 @@ export interface ProjectQueueSettings {
 interface WaitingRequest {
   root: string;
   owner: string;
+  places: readonly string[];
   since: number;
-  grant: (release: () => void) => void;
+  grant: (granted: { release: () => void; place: string }) => void;
 }
+
+/** A host's cap on the launches placed there (`--max-agents`): null no cap, undefined no such host. */
+export type HostCap = (host: string) => Promise<number | null | undefined>;
 
 /** The next ticket the queue would start, if it fits; `serve` claims it. */
 export interface TicketHead {
@@ -57,10 +67,15 @@ export class SlotLedger implements LaunchSlots {
   private homeConfigProblem: string | undefined;
   /** Project settings warnings already logged, so each is said once. */
   private readonly loggedWarnings = new Set<string>();
+  /** Slots taken on each host. */
+  private readonly onHost = new Map<string, number>();
+  /** Slots each owner holds at each place: where its next launch goes (the fewest first). */
+  private readonly ownerHeld = new Map<string, Map<string, number>>();
 
   constructor(
     private readonly state: EngineState,
     private readonly store: OperatorStateStore,
+    private readonly hostCap: HostCap = async () => undefined,
   ) {}
 
   // ---- caps ------------------------------------------------------------------------------
@@ -157,16 +172,34 @@ export class SlotLedger implements LaunchSlots {
   }
 
   take(root: string): () => void {
-    this.borrowed.set(root, this.borrowedIn(root) + 1);
+    return this.takeAt(root, "", LOCAL_PLACE);
+  }
+
+  takeAt(root: string, owner: string, place: string): () => void {
+    const counts = place === LOCAL_PLACE ? this.borrowed : this.onHost;
+    const key = place === LOCAL_PLACE ? root : place;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    const held = this.ownerHeld.get(owner) ?? new Map<string, number>();
+    this.ownerHeld.set(owner, held);
+    held.set(place, (held.get(place) ?? 0) + 1);
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const left = this.borrowedIn(root) - 1;
-      if (left > 0) this.borrowed.set(root, left);
-      else this.borrowed.delete(root);
+      const left = (counts.get(key) ?? 1) - 1;
+      if (left > 0) counts.set(key, left);
+      else counts.delete(key);
+      const heldLeft = (held.get(place) ?? 1) - 1;
+      if (heldLeft > 0) held.set(place, heldLeft);
+      else held.delete(place);
+      if (held.size === 0 && this.ownerHeld.get(owner) === held) this.ownerHeld.delete(owner);
       this.changed("slot freed");
     };
+  }
+
+  /** Slots taken on a host now. */
+  usedOn(host: string): number {
+    return this.onHost.get(host) ?? 0;
   }
 
   onChange(listener: (reason: string) => void): () => void {
@@ -175,9 +208,14 @@ export class SlotLedger implements LaunchSlots {
   }
 
   request(root: string, owner: string): SlotRequest {
+    const request = this.requestPlace(root, owner, [LOCAL_PLACE]);
+    return { granted: request.granted.then((g) => g.release), cancel: request.cancel };
+  }
+
+  requestPlace(root: string, owner: string, places: readonly string[]): PlaceRequest {
     let entry: WaitingRequest | undefined;
-    const granted = new Promise<() => void>((resolve) => {
-      entry = { root, owner, since: Date.now(), grant: resolve };
+    const granted = new Promise<{ release: () => void; place: string }>((resolve) => {
+      entry = { root, owner, places, since: Date.now(), grant: resolve };
       this.requests.push(entry);
     });
     this.changed("slot requested");
@@ -216,16 +254,29 @@ export class SlotLedger implements LaunchSlots {
       const settings = await settingsFor(root);
       return settings !== undefined && this.used(root) < settings.maxPerProject;
     };
+    const caps = new Map<string, Promise<number | null | undefined>>();
+    const capOf = (host: string) => {
+      let cap = caps.get(host);
+      if (!cap) caps.set(host, (cap = this.hostCap(host).catch(() => undefined)));
+      return cap;
+    };
     for (;;) {
-      if (blocked() || this.used() >= limit) return;
+      if (blocked()) return;
+      const roomHere = this.used() < limit;
       const heads: { stream: string; since: number; serve: () => Promise<void> }[] = [];
-      const ticket = await nextTicket(fits, settingsFor);
+      const ticket = roomHere ? await nextTicket(fits, settingsFor) : undefined;
       if (ticket) heads.push({ stream: "tickets", since: 0, serve: ticket.serve });
       const owners = new Set<string>();
       for (const request of this.requests) {
         if (owners.has(request.owner)) continue;
         owners.add(request.owner);
-        if (!(await fits(request.root))) continue;
+        const room = new Set<string>();
+        for (const place of request.places) {
+          if (place === LOCAL_PLACE ? roomHere && (await fits(request.root)) : await this.hostHasRoom(place, capOf)) room.add(place);
+        }
+        const held = this.ownerHeld.get(request.owner);
+        const place = choosePlace(request.places, (p) => room.has(p), (p) => held?.get(p) ?? 0);
+        if (place === undefined) continue;
         heads.push({
           stream: `request:${request.owner}`,
           since: request.since,
@@ -233,7 +284,7 @@ export class SlotLedger implements LaunchSlots {
             const i = this.requests.indexOf(request);
             if (i < 0) return; // cancelled meanwhile
             this.requests.splice(i, 1);
-            request.grant(this.take(request.root));
+            request.grant({ release: this.takeAt(request.root, request.owner, place), place });
           },
         });
       }
@@ -243,6 +294,11 @@ export class SlotLedger implements LaunchSlots {
       this.lastServed.set(next.stream, ++this.servedCount);
       await next.serve();
     }
+  }
+
+  private async hostHasRoom(host: string, capOf: (host: string) => Promise<number | null | undefined>): Promise<boolean> {
+    const cap = await capOf(host);
+    return cap !== undefined && (cap === null || this.usedOn(host) < cap);
   }
 }
 

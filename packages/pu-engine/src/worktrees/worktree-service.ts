@@ -4,6 +4,7 @@
  * manifest in step with git (merge-recorded.ts, clean-worktrees.ts); the handlers only
  * resolve the project and pass the request on.
  */
+import { loadConfig } from "@pu/core/config";
 import type { CleanResult, DiffResult, MergeResult } from "@pu/ipc/protocol";
 import { diffWorktree } from "../git/diff.js";
 import { currentBranch } from "../git/runner.js";
@@ -20,10 +21,11 @@ export class WorktreeService {
     const targets = req.worktreeId ? [worktreeIn(m, req.worktreeId)] : Object.values(m.worktrees).filter((w) => w.status === "active");
     const fallbackBase = targets.some((w) => !w.baseBranch) ? ((await currentBranch(root)) ?? "HEAD") : "HEAD";
     const worktrees: DiffResult["worktrees"] = [];
+    const { envFiles } = await loadConfig(root);
     for (const wt of targets) {
       const baseBranch = wt.baseBranch ?? fallbackBase;
       try {
-        const changes = await diffWorktree({ path: wt.path, branch: wt.branch, baseBranch, stat: req.stat });
+        const changes = await diffWorktree({ path: wt.path, branch: wt.branch, baseBranch, stat: req.stat, envFiles });
         worktrees.push({ worktreeId: wt.id, name: wt.name, ...changes });
       } catch (err) {
         // Asked for by id, its failure is the answer; among all worktrees one broken one must not hide the rest.

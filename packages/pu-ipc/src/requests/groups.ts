@@ -31,6 +31,14 @@ export const GroupRunRequest = req("group_run", {
   /** The group's budget: spent, no further member starts and the running ones are interrupted. */
   maxCost: z.number().positive().max(1_000_000).optional(),
   maxTokens: z.number().int().positive().optional(),
+  /** Where the members run: `local` (this machine) and hosts' names; members spread over those with room. */
+  on: z.array(Name.min(1)).min(1).max(32).optional(),
+  /**
+   * Sent by a control plane to a host: this group is one member of that plane's group (its id and
+   * the member's variant key); `agents` holds the member's one delegator and `prompt` its whole prompt.
+   * Asked twice (a plane restarted before the answer), the host answers with the group it made.
+   */
+  placedMember: z.object({ groupId: GroupId, variant: VariantKey }).optional(),
 });
 export const GroupListRequest = req("group_list", { projectRoot: ProjectRoot });
 export const GroupStatusRequest = req("group_status", { projectRoot: ProjectRoot, groupId: GroupId });
@@ -66,6 +74,8 @@ export interface GroupMemberView {
   outputSource: "file" | "screen" | "none" | null;
   /** 1 = the judge's first choice. */
   judgeRank: number | null;
+  /** The host it runs on (null: this machine; absent from an older daemon). */
+  host?: string | null;
   /** Tokens and cost its agent's CLI recorded (null: no record; absent from an older daemon). */
   usage?: UsageFigures | null;
 }

@@ -26,6 +26,7 @@ export default class GroupRunCommand extends PuCommand {
     details: [
       "Several agents and one prompt make a multi_model group (variant keys: the agent, or TYPE:MODEL); one agent and several `--prompt-file`s a multi_prompt group (keys 0, 1, …); `--matrix` runs every agent with every prompt (keys TYPE:INDEX). PROMPT, when given with prompt files, comes first in every member's prompt.",
       "Members wait for slots under the queue's caps (`queue.maxParallel`) and while it is paused. A member is done when it waits after its turn and the gate (if any) passes; it fails when it exits, fails the gate past `--retries`, or passes `--timeout`. The group completes when at least `--quorum` members are done.",
+      "`--on local,HOST…` spreads the members over this machine (`local`) and hosts (`pu host list`): each goes to the place with room that holds the fewest of the group's members so far — this machine under its caps, a host under its `--max-agents`. A member on a host runs there as its daemon runs any member (gate, retries, time limit); `pu group diff` and `pu group pick` reach it there (its branch fetched back to merge). See docs/hosts.md.",
       "`--aggregate gate` picks the passing member with the smallest change; `--aggregate judge` has an agent of type `--judge` rank the members. Then `pu group compare`, `pu group diff`, `pu group pick`. See docs/groups.md.",
     ].join("\n\n"),
     examples: [
@@ -35,6 +36,7 @@ export default class GroupRunCommand extends PuCommand {
       ["Every agent with every prompt", "$0 group run --agents claude,codex --prompt-file a.md --prompt-file b.md --matrix"],
       ["Keep the smallest change that passes the tests", '$0 group run "make the test pass" --agents claude,codex --gate "npm test" --aggregate gate --wait'],
       ["At most $5 for the whole group", '$0 group run "port the parser" --agents claude,codex --max-cost 5'],
+      ["Spread the members over this machine and a host", '$0 group run "speed up the build" --agents claude,codex,opencode --on local,gpu-box'],
     ],
   });
 
@@ -55,6 +57,7 @@ export default class GroupRunCommand extends PuCommand {
   base = Option.String("--base", { description: "The branch every member starts from (default: the current branch)" });
   maxCost = Option.String("--max-cost", { description: "The group's budget in US dollars: spent, no further member starts and running members are interrupted" });
   maxTokens = Option.String("--max-tokens", { description: "The group's budget in tokens (input, cache, output), as --max-cost" });
+  on = Option.String("--on", { description: "Where members run: local (this machine) and hosts, comma-separated; spread over those with room" });
   wait = Option.Boolean("--wait", false, { description: "Wait for the group to end and print the comparison; exit 1 unless it completes" });
 
   private kindAndPrompts(): { kind: "multi_model" | "multi_prompt" | "matrixed"; agents: string[]; prompt: string; prompts: string[] } {
@@ -102,6 +105,7 @@ export default class GroupRunCommand extends PuCommand {
       ...(this.base !== undefined ? { base: this.base } : {}),
       ...optional("maxCost", positiveNumberOption("--max-cost", this.maxCost)),
       ...optional("maxTokens", wholeNumberOption("--max-tokens", this.maxTokens, 1)),
+      ...(this.on !== undefined ? { on: this.on.split(",").map((p) => p.trim()) } : {}),
     };
     let group: GroupView = await withDaemon((client) => client.request("group_run", fields));
     if (!this.wait) return this.report.result(group, (out) => writeGroupSummary(out, group));

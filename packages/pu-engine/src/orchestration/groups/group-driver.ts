@@ -7,7 +7,10 @@
  * again in their worktrees, a join that fired aggregates again.
  */
 import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { modelArgs } from "@pu/core/argv-value";
+import { isPuError } from "@pu/core/errors";
+import { LOCAL_PLACE } from "@pu/core/hosts-file";
 import { textTail } from "@pu/core/prompt-text";
 import { loadConfig } from "@pu/core/config";
 import {
@@ -17,9 +20,11 @@ import {
   memberState,
   parseDelegator,
   parseJudgeVerdict,
+  TERMINAL_GROUP_PHASES,
   variantKeys,
   variantSlug,
   type DiffStat,
+  type GroupKind,
   type GroupRecord,
   type MemberResult,
 } from "@pu/core/group";
@@ -32,7 +37,8 @@ import { diffWorktree } from "../../git/diff.js";
 import { pathWithPuCli } from "../../pu-cli-path.js";
 import { nowIso, type EngineState } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/gates.js";
-import type { LaunchSlots, SlotRequest } from "../launch-slots.js";
+import { hostMemberResult, type HostMembers } from "../../hosts/host-members.js";
+import type { LaunchSlots } from "../launch-slots.js";
 import type { OperatorStateStore } from "../queue/state-store.js";
 import { groupDir, judgeInputFile, memberOutputFile, verdictFile } from "./group-files.js";
 import { judgeMaterials, judgePrompt } from "./group-judge.js";
@@ -43,6 +49,9 @@ const OUTPUT_CHARS = 4000;
 const FIX_OUTPUT_CHARS = 2000;
 /** A member with no output file: the last lines of its screen stand for its output. */
 const SCREEN_LINES = 20;
+/** How often a member's group on a host is looked at; an unreachable host is asked less often, up to the second figure. */
+const HOST_POLL_MS = 1000;
+const HOST_POLL_MAX_MS = 30_000;
 
 /** A group's budget, counted over its members (the usage service answers). */
 export interface GroupBudgets {
@@ -57,6 +66,8 @@ export interface GroupDriverContext {
   store: OperatorStateStore;
   slots: LaunchSlots;
   budgets: GroupBudgets;
+  /** Members placed on hosts (absent: every member runs here). */
+  hostMembers?: HostMembers;
 }
 
 /** How a member ended, before its output, time and diff are added. */
@@ -64,7 +75,7 @@ type MemberOutcome = Pick<MemberResult, "state"> & Partial<Pick<MemberResult, "r
 
 export class GroupDriver {
   private readonly abort = new AbortController();
-  private readonly requests = new Map<string, SlotRequest>();
+  private readonly requests = new Map<string, { cancel(): void }>();
   private readonly lives = new Map<string, LiveAgent>();
   /** Members being stopped on purpose (join: first, cancel): their exits are not failures. */
   private readonly stopping = new Set<string>();
@@ -92,6 +103,11 @@ export class GroupDriver {
     return this.group.group_id;
   }
 
+  /** The group's line in the slot ledger. */
+  private get owner(): string {
+    return `group:${this.id}`;
+  }
+
   /** The daemon stops, or the group is being cancelled: nothing more is started or judged. */
   private get shuttingDown(): boolean {
     return this.abort.signal.aborted || this.ctx.state.stopping || this.cancelling;
@@ -117,13 +133,16 @@ export class GroupDriver {
     }
     for (const variant of variantKeys(this.group)) {
       const state = memberState(this.group, variant);
-      if (state === "pending") this.lineUp(variant);
-      if (state === "running") {
+      const host = this.group.members[variant]?.host;
+      // Placed on a host before: followed there (its group there asked for again if the answer was lost), never placed twice.
+      if (host && (state === "running" || state === "pending")) void this.followOnHost(variant, this.ctx.slots.takeAt(this.root, this.owner, host));
+      else if (state === "pending") this.lineUp(variant);
+      else if (state === "running") {
         const agentId = this.group.members[variant]?.agent_id ?? "";
         const live = this.ctx.state.sessions.get(agentId);
         // Still running (the group was only picked up again): follow it; else start it again in its worktree.
         if (live && live.session.exitCode === null) void this.followRecovered(variant, live);
-        else this.lineUp(variant);
+        else this.lineUp(variant, [LOCAL_PLACE]);
       }
     }
   }
@@ -137,14 +156,58 @@ export class GroupDriver {
 
   // ---- launching ---------------------------------------------------------------------
 
-  private lineUp(variant: string): void {
+  /** `places`: a member started here before starts again here, in its worktree. */
+  private lineUp(variant: string, places: readonly string[] = this.group.settings.hosts ?? [LOCAL_PLACE]): void {
     if (this.requests.has(variant)) return;
-    const request = this.ctx.slots.request(this.root, `group:${this.id}`);
+    const request = this.ctx.slots.requestPlace(this.root, this.owner, places);
     this.requests.set(variant, request);
-    void request.granted.then((release) => {
+    void request.granted.then(({ release, place }) => {
       this.requests.delete(variant);
-      void this.launchMember(variant, release);
+      if (place === LOCAL_PLACE) void this.launchMember(variant, release);
+      else void this.launchOnHost(variant, place, release);
     });
+  }
+
+  /** Whether the member may start now; else its slot goes back (and a spent budget records it cancelled). */
+  private async mayStart(variant: string, release: () => void, restarted: boolean): Promise<boolean> {
+    if (!this.group.members[variant] || this.shuttingDown || this.stopping.has(variant) || this.group.individual_outputs?.[variant] || isGroupFinished(this.group)) {
+      release();
+      return false;
+    }
+    // A spent budget starts no further member; the join goes on with the ones that ran.
+    const budget = { maxCost: this.group.settings.max_cost, maxTokens: this.group.settings.max_tokens };
+    const spent = budget.maxCost != null || budget.maxTokens != null ? await this.ctx.budgets.ownerOver(this.root, { kind: "group", id: this.id }, budget) : undefined;
+    if (spent !== undefined && !restarted) {
+      release();
+      await this.recordResult(variant, { state: "cancelled", reason: `not started: the group's budget is spent (${spent})`, output: "", output_source: "none" });
+      return false;
+    }
+    return true;
+  }
+
+  /** The member's agent as launched (here, or as its host reported it): recorded in state.json. */
+  private async recordAgent(variant: string, agent: { agentId: string; worktreeId?: string | null; worktreePath?: string | null; branch?: string | null }, started: boolean): Promise<void> {
+    const member = this.group.members[variant];
+    if (!member) return;
+    await this.update((g) => {
+      const oldId = member.agent_id;
+      member.agent_id = agent.agentId;
+      member.worktree_id = agent.worktreeId ?? member.worktree_id ?? null;
+      member.worktree_path = agent.worktreePath ?? member.worktree_path ?? null;
+      member.branch = agent.branch ?? member.branch ?? null;
+      if (started) {
+        member.started_at = nowIso();
+        member.attempts = 1;
+      }
+      g.agent_ids = [...g.agent_ids.filter((id) => id !== oldId), agent.agentId];
+      const keys = { ...g.agent_variant_keys };
+      if (oldId) delete keys[oldId];
+      keys[agent.agentId] = variant;
+      g.agent_variant_keys = keys;
+      g.pending_launches = (g.pending_launches ?? []).filter((p) => p.variant_key !== variant);
+      if (g.pending_launches.length === 0 && g.phase === "launching") g.phase = "running";
+    });
+    this.emit("member_launched", { variant, agentId: agent.agentId });
   }
 
   private placementFor(variant: string): LaunchPlacement {
@@ -156,21 +219,11 @@ export class GroupDriver {
   }
 
   private async launchMember(variant: string, release: () => void): Promise<void> {
-    const member = this.group.members[variant];
-    if (!member || this.shuttingDown || this.stopping.has(variant) || this.group.individual_outputs?.[variant] || isGroupFinished(this.group)) {
-      release();
-      return;
-    }
+    const restarted = this.group.members[variant]?.agent_id != null;
+    if (!(await this.mayStart(variant, release, restarted))) return;
+    const member = this.group.members[variant]!;
     const { agentType, model } = parseDelegator(member.delegator_name);
-    const restarted = member.agent_id != null;
-    // A spent budget starts no further member; the join goes on with the ones that ran.
     const budget = { maxCost: this.group.settings.max_cost, maxTokens: this.group.settings.max_tokens };
-    const spent = budget.maxCost != null || budget.maxTokens != null ? await this.ctx.budgets.ownerOver(this.root, { kind: "group", id: this.id }, budget) : undefined;
-    if (spent !== undefined && !restarted) {
-      release();
-      await this.recordResult(variant, { state: "cancelled", reason: `not started: the group's budget is spent (${spent})`, output: "", output_source: "none" });
-      return;
-    }
     const prompt = restarted
       ? `${member.prompt}\n\n(pu: your previous session ended with the daemon; your worktree keeps what you did. Finish the task.)`
       : member.prompt;
@@ -198,25 +251,75 @@ export class GroupDriver {
     if (model !== undefined) launched.live.model = model;
     if (budget.maxCost != null || budget.maxTokens != null) this.ctx.budgets.limitOwner(this.root, { kind: "group", id: this.id }, launched.agentId, budget);
     this.lives.set(variant, launched.live);
-    await this.update((g) => {
-      const oldId = member.agent_id;
-      member.agent_id = launched.agentId;
-      member.worktree_id = launched.worktreeId ?? member.worktree_id ?? null;
-      member.worktree_path = launched.worktreePath ?? launched.cwd;
-      member.branch = launched.branch ?? member.branch ?? null;
+    await this.recordAgent(variant, { agentId: launched.agentId, worktreeId: launched.worktreeId, worktreePath: launched.worktreePath ?? launched.cwd, branch: launched.branch }, true);
+    this.ctx.state.log.event("group_member_launched", { projectRoot: this.root, groupId: this.id, variant, agentId: launched.agentId, restarted });
+    void this.follow(variant, launched.live, (limit) => withTurnTimeLimit(firstTurnOf(this.ctx.state, launched, this.abort.signal), limit), release);
+  }
+
+  // ---- a member on a host ------------------------------------------------------------------
+
+  private async launchOnHost(variant: string, host: string, release: () => void): Promise<void> {
+    if (!(await this.mayStart(variant, release, false))) return;
+    await this.update(() => {
+      const member = this.group.members[variant]!;
+      member.host = host;
       member.started_at = nowIso();
       member.attempts = 1;
-      g.agent_ids = [...g.agent_ids.filter((id) => id !== oldId), launched.agentId];
-      const keys = { ...g.agent_variant_keys };
-      if (oldId) delete keys[oldId];
-      keys[launched.agentId] = variant;
-      g.agent_variant_keys = keys;
-      g.pending_launches = (g.pending_launches ?? []).filter((p) => p.variant_key !== variant);
-      if (g.pending_launches.length === 0 && g.phase === "launching") g.phase = "running";
     });
-    this.ctx.state.log.event("group_member_launched", { projectRoot: this.root, groupId: this.id, variant, agentId: launched.agentId, restarted });
-    this.emit("member_launched", { variant, agentId: launched.agentId });
-    void this.follow(variant, launched.live, (limit) => withTurnTimeLimit(firstTurnOf(this.ctx.state, launched, this.abort.signal), limit), release);
+    await this.followOnHost(variant, release);
+  }
+
+  /**
+   * The member runs on its host as a group of one there (host-members.ts): made once (asked again
+   * after a restart, the host answers with the same group), then looked at until it ends. While the
+   * host is unreachable the member goes on there; it is asked again, less often, until it answers.
+   */
+  private async followOnHost(variant: string, release: () => void): Promise<void> {
+    const member = this.group.members[variant]!;
+    const host = member.host ?? "";
+    const base = this.group.settings.base_branch ?? "";
+    try {
+      const hosts = this.ctx.hostMembers;
+      if (!hosts) throw new Error("this daemon places no members on hosts");
+      if (!member.host_group_id) {
+        const spec = { groupId: this.id, variant, kind: this.group.step_type as GroupKind, delegator: member.delegator_name, prompt: member.prompt, baseBranch: base, settings: this.group.settings };
+        const hostGroupId = await hosts.start(this.root, host, spec);
+        await this.update((g) => {
+          member.host_group_id = hostGroupId;
+          g.pending_launches = (g.pending_launches ?? []).filter((p) => p.variant_key !== variant);
+          if (g.pending_launches.length === 0 && g.phase === "launching") g.phase = "running";
+        });
+        this.ctx.state.log.event("group_member_launched", { projectRoot: this.root, groupId: this.id, variant, host, hostGroupId });
+        this.emit("member_launched", { variant });
+      }
+      let delay = HOST_POLL_MS;
+      for (;;) {
+        if (this.shuttingDown || this.stopping.has(variant)) return;
+        let view: Awaited<ReturnType<HostMembers["status"]>> | undefined;
+        try {
+          view = await hosts.status(this.root, host, member.host_group_id ?? "", base);
+          delay = HOST_POLL_MS;
+        } catch (err) {
+          if (isPuError(err) && err.code === "NOT_FOUND") throw err;
+          delay = Math.min(delay * 2, HOST_POLL_MAX_MS);
+        }
+        const seen = view?.members[0];
+        if (seen?.agentId && seen.agentId !== member.agent_id) {
+          await this.recordAgent(variant, { agentId: seen.agentId, worktreeId: seen.worktreeId, worktreePath: seen.worktreePath, branch: seen.branch }, false);
+        }
+        if (view && (TERMINAL_GROUP_PHASES as readonly string[]).includes(view.phase)) {
+          const { diff, ...result } = hostMemberResult(view);
+          if (!this.shuttingDown && !this.stopping.has(variant)) await this.recordResult(variant, result, diff);
+          return;
+        }
+        await sleep(delay, undefined, { signal: this.abort.signal }).catch(() => undefined);
+      }
+    } catch (err) {
+      if (this.shuttingDown) return;
+      await this.recordResult(variant, { state: "failed", reason: `could not run on host ${host}: ${(err as Error).message}`, output: "", output_source: "none" }).catch(() => undefined);
+    } finally {
+      release();
+    }
   }
 
   /** A member found running when the group was picked up: it takes a slot again and is followed. */
@@ -327,7 +430,7 @@ export class GroupDriver {
       await commitAllChanges(member.worktree_path, `group ${this.id}: ${variant}`, config.envFiles);
       const base = this.group.settings.base_branch;
       if (!base) return null;
-      const changes = await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: base, stat: true });
+      const changes = await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: base, stat: true, envFiles: config.envFiles });
       return { files: changes.files.length, insertions: changes.insertions, deletions: changes.deletions };
     } catch (err) {
       this.ctx.state.log.event("group_diff_failed", { projectRoot: this.root, groupId: this.id, variant, error: err });
@@ -335,10 +438,11 @@ export class GroupDriver {
     }
   }
 
-  private async recordResult(variant: string, result: MemberOutcome & Pick<MemberResult, "output" | "output_source">): Promise<void> {
+  /** `hostDiff`: a member on a host had its work committed and counted there. */
+  private async recordResult(variant: string, result: MemberOutcome & Pick<MemberResult, "output" | "output_source">, hostDiff?: DiffStat | null): Promise<void> {
     if (this.group.individual_outputs?.[variant] || this.recording.has(variant)) return;
     this.recording.add(variant);
-    const diff = await this.commitAndDiffStat(variant);
+    const diff = this.group.members[variant]?.host ? (hostDiff ?? null) : await this.commitAndDiffStat(variant);
     const started = Date.parse(this.group.members[variant]?.started_at ?? "");
     const full: MemberResult = {
       ...result,
@@ -410,8 +514,11 @@ export class GroupDriver {
     }
     await Promise.all(
       open.map(async (v) => {
-        const live = this.lives.get(v);
-        await this.finishMember(v, live, { state: "cancelled", reason });
+        const member = this.group.members[v];
+        if (member?.host && member.host_group_id) {
+          await this.ctx.hostMembers?.cancel(this.root, member.host, member.host_group_id).catch((error: unknown) => this.ctx.state.log.event("group_host_cancel_failed", { projectRoot: this.root, groupId: this.id, variant: v, host: member.host, error }));
+        }
+        await this.finishMember(v, this.lives.get(v), { state: "cancelled", reason });
       }),
     );
   }
@@ -443,12 +550,27 @@ export class GroupDriver {
 
   // ---- the judge -----------------------------------------------------------------------------
 
+  /** A member's change for the judge: computed here, or on its host ("" when there is none or it cannot be read). */
+  private async patchOf(variant: string): Promise<string> {
+    const member = this.group.members[variant];
+    const base = this.group.settings.base_branch;
+    if (!member || !base || this.group.settings.shared_worktree) return "";
+    try {
+      if (member.host) return member.worktree_id ? ((await this.ctx.hostMembers?.diff(member.worktree_id, false))?.patch ?? "") : "";
+      if (!member.worktree_path || !member.branch) return "";
+      const { envFiles } = await loadConfig(this.root);
+      return (await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: base, envFiles })).patch ?? "";
+    } catch {
+      return "";
+    }
+  }
+
   private async runJudge(done: string[], outputs: Record<string, string>): Promise<void> {
     const root = this.root;
     await mkdir(groupDir(root, this.id), { recursive: true });
     const input = judgeInputFile(root, this.id);
     const verdictPath = verdictFile(root, this.id);
-    await writeFile(input, await judgeMaterials(this.group, done));
+    await writeFile(input, await judgeMaterials(this.group, done, (v) => this.patchOf(v)));
     await rm(verdictPath, { force: true });
     const request = this.ctx.slots.request(root, `group:${this.id}`);
     this.requests.set("(judge)", request);

@@ -1,20 +1,17 @@
 // What a group's judge is given: one file with the task, each finished member's output and its
 // diff (cut to a size a model reads whole), and a prompt naming where the verdict goes.
 import type { GroupRecord } from "@pu/core/group";
-import { diffWorktree } from "../../git/diff.js";
 
 /** What one member's diff may take in the judge's materials. */
 const JUDGE_DIFF_CHARS = 8000;
 
-export async function judgeMaterials(group: GroupRecord, done: readonly string[]): Promise<string> {
+/** `patchOf`: a member's change as a unified diff ("" when there is none or it cannot be read). */
+export async function judgeMaterials(group: GroupRecord, done: readonly string[], patchOf: (variant: string) => Promise<string>): Promise<string> {
   const parts = [`# Group ${group.group_id}: the members' work`, "", `Task given to every member:`, "", group.members[done[0] ?? ""]?.prompt ?? "", ""];
   for (const v of done) {
     const member = group.members[v];
     const result = group.individual_outputs?.[v];
-    let patch = "";
-    if (member?.worktree_path && member.branch && group.settings.base_branch && !group.settings.shared_worktree) {
-      patch = (await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: group.settings.base_branch }).catch(() => undefined))?.patch ?? "";
-    }
+    const patch = await patchOf(v);
     parts.push(
       `## Member ${v} (${member?.delegator_name ?? "?"})`,
       "",

@@ -8,6 +8,8 @@ import { randomBytes } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { loadConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
+import { LOCAL_PLACE } from "@pu/core/hosts-file";
+import { parsePlaces } from "@pu/core/placement";
 import {
   aggregatedText,
   GroupRecordSchema,
@@ -22,8 +24,9 @@ import {
   type GroupSettings,
   type JoinMode,
 } from "@pu/core/group";
+import type { PendingSubAgent } from "@pu/core/operator-state";
 import { agentTypeTrustItem } from "@pu/core/trust";
-import type { GroupMemberView, GroupView, GroupsResults } from "@pu/ipc/protocol";
+import type { CleanResult, GroupMemberView, GroupView, GroupsResults } from "@pu/ipc/protocol";
 import { agentTypeOrThrow, requireAgentProgram } from "../../agents/launcher.js";
 import { cleanWorktrees } from "../../worktrees/clean-worktrees.js";
 import { diffWorktree } from "../../git/diff.js";
@@ -35,6 +38,7 @@ import type { LaunchSlots } from "../launch-slots.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import type { OperatorStateStore } from "../queue/state-store.js";
 import { GroupDriver } from "./group-driver.js";
+import type { HostMembers } from "../../hosts/host-members.js";
 import { groupDir } from "./group-files.js";
 
 export interface GroupRunSpec {
@@ -58,6 +62,10 @@ export interface GroupRunSpec {
   maxTokens?: number;
   ticketId?: string;
   stepName?: string;
+  /** Where members run: `local` and hosts' names (absent: here only). */
+  on?: string[];
+  /** On a host: this group is one member of a control plane's group (`delegators` its one, `sharedPrompt` its whole prompt). */
+  placedMember?: { groupId: string; variant: string };
 }
 
 export class GroupService {
@@ -69,6 +77,8 @@ export class GroupService {
     private readonly slots: LaunchSlots,
     /** A group's budget is counted over its members' usage. */
     private readonly budgets: GroupBudgets,
+    /** Members placed on hosts (`--on`). */
+    private readonly hostMembers?: HostMembers,
   ) {}
 
   /** Groups state.json holds that pu can drive (one another tool wrote is listed as unreadable, never touched). */
@@ -101,7 +111,7 @@ export class GroupService {
   }
 
   private drive(group: GroupRecord): GroupDriver {
-    const driver = new GroupDriver({ state: this.state, store: this.store, slots: this.slots, budgets: this.budgets }, group);
+    const driver = new GroupDriver({ state: this.state, store: this.store, slots: this.slots, budgets: this.budgets, ...(this.hostMembers ? { hostMembers: this.hostMembers } : {}) }, group);
     this.drivers.set(group.group_id, driver);
     void driver.ended.then(() => {
       if (this.drivers.get(group.group_id) === driver) this.drivers.delete(group.group_id);
@@ -114,9 +124,20 @@ export class GroupService {
   async create(spec: GroupRunSpec): Promise<GroupRecord> {
     this.store.ensureUsable();
     const root = spec.root;
-    const pending = planGroupMembers({ kind: spec.kind, delegators: spec.delegators, sharedPrompt: spec.sharedPrompt, prompts: spec.prompts });
+    const placedBy = spec.placedMember;
+    if (placedBy) {
+      // Asked again (the control plane restarted before it recorded the answer): the same group, never a second.
+      const made = this.records().groups.find((g) => g.project === root && g.settings.placed_by?.group_id === placedBy.groupId && g.settings.placed_by.variant === placedBy.variant);
+      if (made) return made;
+    }
+    const pending = placedBy ? placedMemberLaunch(spec, placedBy.variant) : planGroupMembers({ kind: spec.kind, delegators: spec.delegators, sharedPrompt: spec.sharedPrompt, prompts: spec.prompts });
+    const places = spec.on ? parsePlaces(spec.on, "--on") : null;
+    if (places && spec.sharedWorktree) throw new PuError("INVALID_ARGUMENT", "members that share one worktree run where it is; --on places members in worktrees of their own");
+    for (const place of places ?? []) if (place !== LOCAL_PLACE) await this.requireHost(place);
     const config = await loadConfig(root);
-    const types = [...new Set(spec.delegators.map((d) => parseDelegator(d).agentType)), ...(spec.aggregate === "judge" ? [spec.judge ?? config.defaultAgent] : [])];
+    // Types checked here: the members that may run here and the judge (always here); a host checks its own.
+    const memberTypes = !places || places.includes(LOCAL_PLACE) ? spec.delegators.map((d) => parseDelegator(d).agentType) : [];
+    const types = [...new Set([...memberTypes, ...(spec.aggregate === "judge" ? [spec.judge ?? config.defaultAgent] : [])])];
     for (const type of types) {
       await this.state.trust.require(root, [agentTypeTrustItem(root, type, agentTypeOrThrow(config, type))]);
     }
@@ -141,11 +162,13 @@ export class GroupService {
       base_branch: base,
       ...(spec.maxCost !== undefined ? { max_cost: spec.maxCost } : {}),
       ...(spec.maxTokens !== undefined ? { max_tokens: spec.maxTokens } : {}),
+      ...(places ? { hosts: places } : {}),
+      ...(placedBy ? { placed_by: { group_id: placedBy.groupId, variant: placedBy.variant } } : {}),
     };
     const group: GroupRecord = {
       group_id: `g-${randomBytes(3).toString("hex")}`,
       ticket_id: spec.ticketId ?? "",
-      step_name: spec.stepName ?? "",
+      step_name: spec.stepName ?? (placedBy ? `member ${placedBy.variant} of ${placedBy.groupId}` : ""),
       step_type: spec.kind,
       agent_ids: [],
       phase: "launching",
@@ -169,6 +192,11 @@ export class GroupService {
     this.state.events.emit("group_changed", { projectRoot: root, groupId: group.group_id, phase: group.phase, kind: "created" });
     this.drive(group);
     return group;
+  }
+
+  private async requireHost(name: string): Promise<void> {
+    if (!this.hostMembers) throw new PuError("INVALID_STATE", `this daemon places no members on hosts (--on ${name})`);
+    await this.hostMembers.requireHost(name);
   }
 
   find(root: string, groupId: string): GroupRecord {
@@ -227,7 +255,9 @@ export class GroupService {
     const member = memberOf(group, variant);
     if (group.settings.shared_worktree) throw new PuError("INVALID_STATE", `group ${groupId}'s members share the worktree ${group.settings.shared_worktree}; pu diff ${group.settings.shared_worktree} shows it`);
     if (!member.worktree_path || !member.branch || !group.settings.base_branch) throw new PuError("INVALID_STATE", `member ${variant} of ${groupId} has not started; it has no worktree yet`);
-    const changes = await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: group.settings.base_branch, stat });
+    if (member.host && member.worktree_id && this.hostMembers) return { ...(await this.hostMembers.diff(member.worktree_id, stat)), variant };
+    const { envFiles } = await loadConfig(root);
+    const changes = await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: group.settings.base_branch, stat, envFiles });
     return { ...changes, worktreeId: member.worktree_id ?? "", name: member.branch.replace(/^pu\//, ""), variant };
   }
 
@@ -244,25 +274,39 @@ export class GroupService {
     const member = memberOf(group, chosen);
     if (memberState(group, chosen) !== "done") throw new PuError("INVALID_STATE", `member ${chosen} of ${groupId} is ${memberState(group, chosen)}, not done; pick a member that finished its work`);
     if (!member.worktree_id) throw new PuError("INVALID_STATE", `member ${chosen} of ${groupId} has no worktree`);
-    const merge = await mergeRecordedWorktree(this.state, root, { worktreeId: member.worktree_id, strategy, message: `pu group ${groupId}: pick ${chosen}` });
+    const message = `pu group ${groupId}: pick ${chosen}`;
+    // A member on a host: its branch fetched back over the transport, then merged here as any.
+    const merge = member.host && this.hostMembers ? await this.hostMembers.merge(member.worktree_id, strategy, message) : await mergeRecordedWorktree(this.state, root, { worktreeId: member.worktree_id, strategy, message });
     await this.store.update(() => {
       group.picked = { variant_key: chosen, worktree_id: member.worktree_id ?? null, at: nowIso() };
     });
     this.state.log.event("group_picked", { projectRoot: root, groupId, variant: chosen, worktreeId: member.worktree_id });
     if (keep) return { groupId, variant: chosen, merge, clean: null };
     const judgeWorktree = (group as Record<string, unknown>).judge as { worktree_id?: string | null } | undefined;
-    const others = [
-      ...variantKeys(group)
-        .filter((v) => v !== chosen)
-        .map((v) => group.members[v]?.worktree_id),
-      judgeWorktree?.worktree_id,
-    ].filter((id): id is string => typeof id === "string" && id !== "");
+    const others = variantKeys(group).filter((v) => v !== chosen);
+    const worktreesOf = (onHost: boolean) => others.filter((v) => Boolean(group.members[v]?.host) === onHost).flatMap((v) => group.members[v]?.worktree_id ?? []);
+    const here = [...worktreesOf(false), judgeWorktree?.worktree_id].filter((id): id is string => typeof id === "string" && id !== "");
     const manifest = await this.state.store.read(root);
-    const toClean = others.filter((id) => manifest.worktrees[id] && manifest.worktrees[id].status !== "cleaned");
+    const toClean = here.filter((id) => manifest.worktrees[id] && manifest.worktrees[id].status !== "cleaned");
     // The others' work is what the person chose against; --keep is how to keep it.
     const clean = toClean.length > 0 ? await cleanWorktrees(this.state, root, { worktreeIds: toClean, force: true }) : null;
-    return { groupId, variant: chosen, merge, clean };
+    const cleanedOnHosts: CleanResult["cleaned"] = [];
+    for (const id of worktreesOf(true)) {
+      const gone = await this.hostMembers?.discard(id).catch((error: unknown) => this.state.log.event("group_host_clean_failed", { projectRoot: root, groupId, worktreeId: id, error }));
+      if (gone) cleanedOnHosts.push(...gone.cleaned);
+    }
+    if (cleanedOnHosts.length === 0) return { groupId, variant: chosen, merge, clean };
+    return { groupId, variant: chosen, merge, clean: { cleaned: [...(clean?.cleaned ?? []), ...cleanedOnHosts], kept: clean?.kept ?? [] } };
   }
+}
+
+/** A control plane's member placed here: one launch, its variant key kept (the plane records the result under it). */
+function placedMemberLaunch(spec: GroupRunSpec, variant: string): PendingSubAgent[] {
+  const [delegator, ...more] = spec.delegators;
+  if (delegator === undefined || more.length > 0) throw new PuError("INVALID_ARGUMENT", "a placed member names exactly one agent");
+  parseDelegator(delegator);
+  if (spec.sharedPrompt.trim() === "") throw new PuError("INVALID_ARGUMENT", "the member's prompt is empty");
+  return [{ delegator_name: delegator, prompt: spec.sharedPrompt, variant_key: variant }];
 }
 
 function memberOf(group: GroupRecord, variant: string): NonNullable<GroupRecord["members"][string]> {
@@ -298,6 +342,7 @@ export function groupView(group: GroupRecord): GroupView {
       output: result?.output ?? null,
       outputSource: result?.output_source ?? null,
       judgeRank: rank >= 0 ? rank + 1 : null,
+      host: member?.host ?? null,
     };
   });
   const reasons = aggregated?.reasons;

@@ -1,0 +1,149 @@
+// A group's member placed on a host (`pu group run --on local,gpu-box`). The host's daemon runs
+// it as a group of one member — its own slot, readiness, gate and fix turns, time limit, commit
+// and diff stat, exactly as a member runs here — and this daemon (the control plane) follows that
+// group until it ends, routing the member's agent and worktree by id meanwhile, so `pu status`,
+// `attach`, `kill`, `pu group diff` and `pu group pick` reach them as any placed on a host.
+import { PuError, isPuError } from "@pu/core/errors";
+import type { DiffStat, GroupKind, GroupSettings } from "@pu/core/group";
+import { hostMirrorPath } from "@pu/core/hosts-file";
+import type { GroupView, WorktreeDiff } from "@pu/ipc/protocol";
+import type { HostLinks } from "./host-links.js";
+import type { HostService } from "./host-service.js";
+import { hostTrustError } from "./project-mirror.js";
+import type { RemoteAgentService } from "./remote-agents.js";
+
+/** A host's answer to a follow-up look at a member's group: within this or the look is tried again later. */
+const STATUS_TIMEOUT_MS = 10_000;
+/** Making the member's group on the host waits for the mirror's push and the host's checks. */
+const START_TIMEOUT_MS = 120_000;
+
+export interface HostMemberSpec {
+  groupId: string;
+  variant: string;
+  kind: GroupKind;
+  delegator: string;
+  /** The member's whole prompt. */
+  prompt: string;
+  /** The branch the member starts from, pushed to the host's mirror first. */
+  baseBranch: string;
+  settings: GroupSettings;
+}
+
+export class HostMembers {
+  constructor(
+    private readonly hosts: HostService,
+    private readonly links: HostLinks,
+    private readonly remote: RemoteAgentService,
+  ) {}
+
+  /** NOT_FOUND in one line when no host has the name. */
+  async requireHost(name: string): Promise<void> {
+    await this.hosts.get(name);
+  }
+
+  /**
+   * The member's group on the host: the base pushed to the mirror, then made there. Asked again
+   * for the same member (this daemon restarted before the answer was recorded), the host answers
+   * with the group it made then, so a member never runs twice.
+   */
+  async start(projectRoot: string, hostName: string, spec: HostMemberSpec): Promise<string> {
+    const host = await this.hosts.get(hostName);
+    const mirror = await this.remote.prepareMirror(host, projectRoot, spec.baseBranch);
+    const s = spec.settings;
+    try {
+      const view = await this.links.request(
+        host,
+        "group_run",
+        {
+          projectRoot: mirror,
+          kind: spec.kind,
+          agents: [spec.delegator],
+          prompt: spec.prompt,
+          prompts: [],
+          base: spec.baseBranch,
+          ...(s.gate ? { gate: s.gate.run, gateTimeoutSeconds: s.gate.timeout_seconds } : {}),
+          maxRetries: s.max_retries,
+          ...(s.timeout_minutes != null ? { timeoutMinutes: s.timeout_minutes } : {}),
+          // The group's budget holds each member on its host (the host's daemon enforces it there).
+          ...(s.max_cost != null ? { maxCost: s.max_cost } : {}),
+          ...(s.max_tokens != null ? { maxTokens: s.max_tokens } : {}),
+          placedMember: { groupId: spec.groupId, variant: spec.variant },
+        },
+        { timeoutMs: START_TIMEOUT_MS },
+      );
+      return view.groupId;
+    } catch (error) {
+      throw hostTrustError(host.name, error);
+    }
+  }
+
+  /** The member's group as the host sees it now; its agent and worktree are routed from here once it has them. */
+  async status(projectRoot: string, hostName: string, hostGroupId: string, baseBranch: string): Promise<GroupView> {
+    const host = await this.hosts.get(hostName);
+    const view = await this.links.request(host, "group_status", { projectRoot: hostMirrorPath(host, projectRoot), groupId: hostGroupId }, { timeoutMs: STATUS_TIMEOUT_MS });
+    const member = view.members[0];
+    const unrouted = (member?.agentId && !this.remote.placedAgent(member.agentId)) || (member?.worktreeId && !this.remote.placedWorktree(member.worktreeId));
+    if (member && unrouted) await this.remote.adopt(projectRoot, host, baseBranch, { agentId: member.agentId, worktreeId: member.worktreeId });
+    return view;
+  }
+
+  /** Stops the member on the host (recorded cancelled there); a group that already ended is left as it is. */
+  async cancel(projectRoot: string, hostName: string, hostGroupId: string): Promise<void> {
+    const host = await this.hosts.get(hostName);
+    try {
+      await this.links.request(host, "group_cancel", { projectRoot: hostMirrorPath(host, projectRoot), groupId: hostGroupId });
+    } catch (error) {
+      if (!isPuError(error) || error.code !== "INVALID_STATE") throw error;
+    }
+  }
+
+  /** A member's change, computed on the host against the base it started from. */
+  async diff(worktreeId: string, stat: boolean): Promise<WorktreeDiff> {
+    const project = this.remote.placedWorktree(worktreeId);
+    if (!project) throw new PuError("WORKTREE_NOT_FOUND", `no worktree ${worktreeId} is placed on a host`);
+    const result = await this.remote.forward(project, "diff", { worktreeId, ...(stat ? { stat: true } : {}) });
+    const found = result.worktrees.find((w) => w.worktreeId === worktreeId);
+    if (!found) throw new PuError("WORKTREE_NOT_FOUND", `host ${project.host} no longer has worktree ${worktreeId}`);
+    if (found.error) throw new PuError("GIT_ERROR", `host ${project.host}: ${found.error}`);
+    return found;
+  }
+
+  /** Merges the member's branch here (fetched back from the host first). */
+  async merge(worktreeId: string, strategy: "merge" | "squash" | "ff-only", message: string) {
+    const project = this.remote.placedWorktree(worktreeId);
+    if (!project) throw new PuError("WORKTREE_NOT_FOUND", `no worktree ${worktreeId} is placed on a host`);
+    return this.remote.merge(project, worktreeId, strategy, message);
+  }
+
+  /** Removes a member's worktree on the host, work and all (the person picked another). */
+  async discard(worktreeId: string) {
+    const project = this.remote.placedWorktree(worktreeId);
+    if (!project) return undefined;
+    return this.remote.clean(project, worktreeId, true);
+  }
+}
+
+/** How a member ended on its host, as this daemon records it: the host's own result, or why the host's group ended without one. */
+export function hostMemberResult(view: GroupView): {
+  state: "done" | "failed" | "cancelled";
+  reason?: string | null;
+  exit_code?: number | null;
+  gate?: { passed: boolean; exit_code: number | null; attempts: number };
+  output: string;
+  output_source: "file" | "screen" | "none";
+  diff: DiffStat | null;
+} {
+  const member = view.members[0];
+  const ended = member && (member.state === "done" || member.state === "failed" || member.state === "cancelled") ? member.state : undefined;
+  const state = ended ?? (view.phase === "cancelled" ? "cancelled" : "failed");
+  const reason = member?.reason ?? (state === "done" ? null : (view.failureReasons[0] ?? `its group on the host ended ${view.phase}`));
+  return {
+    state,
+    reason,
+    exit_code: member?.exitCode ?? null,
+    ...(member?.gate ? { gate: { passed: member.gate.passed, exit_code: member.gate.exitCode, attempts: member.gate.attempts } } : {}),
+    output: member?.output ?? "",
+    output_source: member?.outputSource ?? "none",
+    diff: member?.diff ?? null,
+  };
+}
