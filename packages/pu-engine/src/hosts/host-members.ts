@@ -3,10 +3,11 @@
 // and diff stat, exactly as a member runs here — and this daemon (the control plane) follows that
 // group until it ends, routing the member's agent and worktree by id meanwhile, so `pu status`,
 // `attach`, `kill`, `pu group diff` and `pu group pick` reach them as any placed on a host.
+import { setTimeout as sleep } from "node:timers/promises";
 import { PuError, isPuError } from "@pu/core/errors";
-import type { DiffStat, GroupKind, GroupSettings } from "@pu/core/group";
+import { TERMINAL_GROUP_PHASES, type DiffStat, type GroupKind, type GroupSettings } from "@pu/core/group";
 import { hostMirrorPath } from "@pu/core/hosts-file";
-import type { GroupView, WorktreeDiff } from "@pu/ipc/protocol";
+import type { GroupMemberView, GroupView, WorktreeDiff } from "@pu/ipc/protocol";
 import type { HostLinks } from "./host-links.js";
 import type { HostService } from "./host-service.js";
 import { hostTrustError } from "./project-mirror.js";
@@ -14,6 +15,9 @@ import type { RemoteAgentService } from "./remote-agents.js";
 
 /** A host's answer to a follow-up look at a member's group: within this or the look is tried again later. */
 const STATUS_TIMEOUT_MS = 10_000;
+/** How often a member's group on a host is looked at; an unreachable host is asked less often, up to the second figure. */
+const POLL_MS = 1000;
+const POLL_MAX_MS = 30_000;
 /** Making the member's group on the host waits for the mirror's push and the host's checks. */
 const START_TIMEOUT_MS = 120_000;
 
@@ -85,6 +89,31 @@ export class HostMembers {
     const unrouted = (member?.agentId && !this.remote.placedAgent(member.agentId)) || (member?.worktreeId && !this.remote.placedWorktree(member.worktreeId));
     if (member && unrouted) await this.remote.adopt(projectRoot, host, baseBranch, { agentId: member.agentId, worktreeId: member.worktreeId });
     return view;
+  }
+
+  /**
+   * Looks at the member's group on the host until it ends (its last view) or `over()` says to stop
+   * (undefined). While the host is unreachable the member goes on there; it is asked again, less
+   * often, until it answers. `seen`: the member as the host reports it, each time it answers.
+   */
+  async follow(projectRoot: string, hostName: string, hostGroupId: string, baseBranch: string, watch: { signal: AbortSignal; over(): boolean; seen(member: GroupMemberView): Promise<void> }): Promise<GroupView | undefined> {
+    let delay = POLL_MS;
+    for (;;) {
+      if (watch.over()) return undefined;
+      let view: GroupView | undefined;
+      try {
+        view = await this.status(projectRoot, hostName, hostGroupId, baseBranch);
+        delay = POLL_MS;
+      } catch (error) {
+        // The host answers that the group is gone (or the host was removed here): nothing to wait for.
+        if (isPuError(error) && error.code === "NOT_FOUND") throw error;
+        delay = Math.min(delay * 2, POLL_MAX_MS);
+      }
+      const member = view?.members[0];
+      if (member) await watch.seen(member);
+      if (view && (TERMINAL_GROUP_PHASES as readonly string[]).includes(view.phase)) return view;
+      await sleep(delay, undefined, { signal: watch.signal }).catch(() => undefined);
+    }
   }
 
   /** Stops the member on the host (recorded cancelled there); a group that already ended is left as it is. */

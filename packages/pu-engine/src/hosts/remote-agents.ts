@@ -14,10 +14,11 @@ import type { ConnectionContext } from "@pu/ipc/server";
 import type { DaemonLog } from "../daemon-log.js";
 import type { AgentStatusChange } from "../engine-events.js";
 import { branchExists, currentBranch } from "../git/runner.js";
-import type { HostLinks, HostBridge } from "./host-links.js";
+import type { HostLinks } from "./host-links.js";
 import { RemoteViewers } from "./remote-viewers.js";
 import type { HostService } from "./host-service.js";
-import { addHostAgents, agentStatuses, statusChanges, unrecordedSince, type HeardReport } from "./remote-status.js";
+import { addHostAgents, agentStatuses, placementKey as keyOf, statusChanges, unrecordedSince, type HeardReport } from "./remote-status.js";
+import { RemoteWatches } from "./remote-watches.js";
 import { dropMergedBranch, fetchBranchBack, hostTrustError, mergeFetchedBack, pushBase, readEnvFiles, withDeadline, workNotHere } from "./project-mirror.js";
 
 /** A host's status answer is waited for this long before its agents are shown as last known (within the CLI's own 5 s for status). */
@@ -30,7 +31,6 @@ const PERSIST_EVERY_MS = 5000;
 /** A spawn failing with these may still have started the agent on the host (the answer never came). */
 const ANSWER_LOST = ["DAEMON_UNAVAILABLE", "TIMEOUT", "PROTOCOL_MISMATCH"];
 
-const keyOf = (p: Pick<RemoteProject, "host" | "projectRoot">) => `${p.host}\0${p.projectRoot}`;
 
 export type PlacedProject = RemoteProject;
 
@@ -49,7 +49,7 @@ export class RemoteAgentService {
   private projects: RemoteProject[] = [];
   /** What this daemon last heard from each placement (host + project), and whether the host answered. */
   private readonly seen = new Map<string, HeardReport>();
-  private readonly watches = new Map<string, { viewers: number; running: Map<string, { stop(): void }> }>();
+  private readonly watches: RemoteWatches;
   private readonly changeListeners: ((projectRoot: string, changes: AgentStatusChange[]) => void)[] = [];
   private readonly persistTimers = new Map<string, NodeJS.Timeout>();
   /** Spawns this daemon is waiting for (placement key and when asked): the others a report may settle. */
@@ -64,6 +64,11 @@ export class RemoteAgentService {
   ) {
     this.filePath = remoteProjectsFilePath(home);
     this.viewers = new RemoteViewers(hosts, links);
+    this.watches = new RemoteWatches(hosts, links, log, {
+      projectsOf: (root) => this.projectsOf(root),
+      heard: (project, report, reachable) => this.heard(project, report, reachable),
+      lastReport: (project) => this.lastReport(project),
+    });
   }
 
   /** Reads the record at start; a corrupt file is reported in the log and routes nothing (never overwritten). */
@@ -191,7 +196,7 @@ export class RemoteAgentService {
     } finally {
       this.spawnsInFlight.delete(inFlight);
     }
-    this.startWatches(projectRoot);
+    this.watches.start(projectRoot);
     this.log.event("remote_spawned", { host: host.name, projectRoot, agentId: result.agentId, worktreeId: result.worktreeId });
     return { ...result, host: host.name };
   }
@@ -223,7 +228,7 @@ export class RemoteAgentService {
       return { ...file, projects };
     });
     if (ids.agentId) {
-      this.startWatches(projectRoot);
+      this.watches.start(projectRoot);
       this.log.event("remote_adopted", { host: host.name, projectRoot, agentIds: [ids.agentId], worktreeIds: ids.worktreeId ? [ids.worktreeId] : [] });
     }
   }
@@ -300,68 +305,9 @@ export class RemoteAgentService {
     this.changeListeners.push(listener);
   }
 
-  /**
-   * Follows the hosts' reports of a project while `conn` (a `subscribe_status` stream) is open:
-   * one subscription per placement over a bridge of its own, re-opened with backoff when lost.
-   */
+  /** Follows the hosts' reports of a project while `conn` (a `subscribe_status` stream) is open (remote-watches.ts). */
   watch(projectRoot: string, conn: ConnectionContext): void {
-    let watch = this.watches.get(projectRoot);
-    if (!watch) {
-      watch = { viewers: 0, running: new Map() };
-      this.watches.set(projectRoot, watch);
-    }
-    watch.viewers += 1;
-    this.startWatches(projectRoot);
-    const own = watch;
-    conn.onClose(() => {
-      own.viewers -= 1;
-      if (own.viewers > 0 || this.watches.get(projectRoot) !== own) return;
-      this.watches.delete(projectRoot);
-      for (const running of own.running.values()) running.stop();
-    });
-  }
-
-  private startWatches(projectRoot: string): void {
-    const watch = this.watches.get(projectRoot);
-    if (!watch) return;
-    for (const project of this.projectsOf(projectRoot)) {
-      const key = keyOf(project);
-      if (watch.running.has(key)) continue;
-      let stopped = false;
-      let bridge: HostBridge | undefined;
-      let retry: NodeJS.Timeout | undefined;
-      watch.running.set(key, {
-        stop: () => {
-          stopped = true;
-          clearTimeout(retry);
-          bridge?.close();
-        },
-      });
-      let failures = 0;
-      const follow = async (): Promise<void> => {
-        try {
-          const host = await this.hosts.get(project.host);
-          bridge = await this.links.dedicated(host);
-          if (stopped) return bridge.close();
-          const stream = await bridge.client.openStream("subscribe_status", { projectRoot: project.mirror });
-          failures = 0;
-          this.heard(project, stream.result, true);
-          for await (const event of stream) {
-            if (stopped) break;
-            if (event.type === "status_event") this.heard(project, event.report, true);
-          }
-        } catch (error) {
-          this.log.event("remote_watch_failed", { host: project.host, projectRoot, error: (error as Error).message });
-        }
-        bridge?.close();
-        if (stopped) return;
-        this.heard(project, this.lastReport(project), false);
-        failures += 1;
-        retry = setTimeout(() => void follow(), Math.min(30_000, 1000 * 2 ** Math.min(failures - 1, 5)));
-        retry.unref();
-      };
-      void follow();
-    }
+    this.watches.watch(projectRoot, conn);
   }
 
   /** A host's report of a placement arrived (or the host went quiet): remembered, and the status changes told. */

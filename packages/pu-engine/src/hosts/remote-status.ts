@@ -7,6 +7,9 @@ import type { AgentView, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import type { AgentStatusChange } from "../engine-events.js";
 
 /** What this daemon last heard from a placement, and whether the host answered then. */
+/** One placement (a project on a host) as a map key. */
+export const placementKey = (p: Pick<RemoteProject, "host" | "projectRoot">): string => `${p.host}\0${p.projectRoot}`;
+
 export interface HeardReport {
   report: StatusReport | null;
   reachable: boolean;

@@ -6,21 +6,14 @@
  * where this one stopped: pending launches line up again, members that were running start
  * again in their worktrees, a join that fired aggregates again.
  */
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
-import { setTimeout as sleep } from "node:timers/promises";
 import { modelArgs } from "@pu/core/argv-value";
-import { isPuError } from "@pu/core/errors";
 import { LOCAL_PLACE } from "@pu/core/hosts-file";
-import { textTail } from "@pu/core/prompt-text";
-import { loadConfig } from "@pu/core/config";
 import {
   gateWinner,
   isGroupFinished,
   joinReady,
   memberState,
   parseDelegator,
-  parseJudgeVerdict,
-  TERMINAL_GROUP_PHASES,
   variantKeys,
   variantSlug,
   type DiffStat,
@@ -31,27 +24,19 @@ import {
 import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
 import type { LiveAgent } from "../../session/live-agent.js";
 import { stopAgents, markFinished } from "../../agents/stop.js";
-import { awaitAnswer, lastScreenLines, turn, withTurnTimeLimit, type TurnResult } from "../../agents/turn.js";
-import { commitAllChanges } from "../../git/commit.js";
-import { diffWorktree } from "../../git/diff.js";
+import { awaitAnswer, turn, withTurnTimeLimit, type TurnResult } from "../../agents/turn.js";
 import { pathWithPuCli } from "../../pu-cli-path.js";
 import { nowIso, type EngineState } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/gates.js";
 import { hostMemberResult, type HostMembers } from "../../hosts/host-members.js";
 import type { LaunchSlots } from "../launch-slots.js";
 import type { OperatorStateStore } from "../queue/state-store.js";
-import { groupDir, judgeInputFile, memberOutputFile, verdictFile } from "./group-files.js";
-import { judgeMaterials, judgePrompt } from "./group-judge.js";
+import { memberOutputFile } from "./group-files.js";
+import { commitAndDiffStat, memberOutput, memberPatch } from "./group-member-work.js";
+import { judgeGroup, STOP_GRACE_MS } from "./group-judge.js";
 
-const STOP_GRACE_MS = 3000;
-/** What one member's output may take in state.json and in the judge's materials. */
-const OUTPUT_CHARS = 4000;
+/** What of a failed gate's output a fix turn is shown. */
 const FIX_OUTPUT_CHARS = 2000;
-/** A member with no output file: the last lines of its screen stand for its output. */
-const SCREEN_LINES = 20;
-/** How often a member's group on a host is looked at; an unreachable host is asked less often, up to the second figure. */
-const HOST_POLL_MS = 1000;
-const HOST_POLL_MAX_MS = 30_000;
 
 /** A group's budget, counted over its members (the usage service answers). */
 export interface GroupBudgets {
@@ -292,28 +277,17 @@ export class GroupDriver {
         this.ctx.state.log.event("group_member_launched", { projectRoot: this.root, groupId: this.id, variant, host, hostGroupId });
         this.emit("member_launched", { variant });
       }
-      let delay = HOST_POLL_MS;
-      for (;;) {
-        if (this.shuttingDown || this.stopping.has(variant)) return;
-        let view: Awaited<ReturnType<HostMembers["status"]>> | undefined;
-        try {
-          view = await hosts.status(this.root, host, member.host_group_id ?? "", base);
-          delay = HOST_POLL_MS;
-        } catch (err) {
-          if (isPuError(err) && err.code === "NOT_FOUND") throw err;
-          delay = Math.min(delay * 2, HOST_POLL_MAX_MS);
-        }
-        const seen = view?.members[0];
-        if (seen?.agentId && seen.agentId !== member.agent_id) {
-          await this.recordAgent(variant, { agentId: seen.agentId, worktreeId: seen.worktreeId, worktreePath: seen.worktreePath, branch: seen.branch }, false);
-        }
-        if (view && (TERMINAL_GROUP_PHASES as readonly string[]).includes(view.phase)) {
-          const { diff, ...result } = hostMemberResult(view);
-          if (!this.shuttingDown && !this.stopping.has(variant)) await this.recordResult(variant, result, diff);
-          return;
-        }
-        await sleep(delay, undefined, { signal: this.abort.signal }).catch(() => undefined);
-      }
+      const stopped = () => this.shuttingDown || this.stopping.has(variant);
+      const view = await hosts.follow(this.root, host, member.host_group_id ?? "", base, {
+        signal: this.abort.signal,
+        over: stopped,
+        seen: async (seen) => {
+          if (seen.agentId && seen.agentId !== member.agent_id) await this.recordAgent(variant, { agentId: seen.agentId, worktreeId: seen.worktreeId, worktreePath: seen.worktreePath, branch: seen.branch }, false);
+        },
+      });
+      if (!view || stopped()) return;
+      const { diff, ...result } = hostMemberResult(view);
+      await this.recordResult(variant, result, diff);
     } catch (err) {
       if (this.shuttingDown) return;
       await this.recordResult(variant, { state: "failed", reason: `could not run on host ${host}: ${(err as Error).message}`, output: "", output_source: "none" }).catch(() => undefined);
@@ -400,49 +374,19 @@ export class GroupDriver {
 
   /** Output, commit, diff stat; then the agent is stopped (its worktree stays) and the result recorded. */
   private async finishMember(variant: string, live: LiveAgent | undefined, outcome: MemberOutcome): Promise<void> {
-    let output = "";
-    let source: MemberResult["output_source"] = "none";
-    try {
-      output = (await readFile(memberOutputFile(this.root, this.id, variant), "utf8")).trim();
-      if (output) source = "file";
-    } catch {
-      // no output file: the last screen lines
-    }
-    if (!output && live) {
-      output = await lastScreenLines(live, SCREEN_LINES);
-      if (output) source = "screen";
-    }
+    const output = await memberOutput(this.group, variant, live);
     if (live && live.session.exitCode === null) {
-      if (outcome.state === "done") {
-        markFinished(live, "group");
-      }
+      if (outcome.state === "done") markFinished(live, "group");
       await stopAgents([live], "kill", STOP_GRACE_MS).catch(() => undefined);
     }
-    await this.recordResult(variant, { ...outcome, output: textTail(output, OUTPUT_CHARS), output_source: source });
-  }
-
-  /** pu commits what the member left (nothing is lost when its worktree is cleaned), then counts the change. */
-  private async commitAndDiffStat(variant: string): Promise<DiffStat | null> {
-    const member = this.group.members[variant];
-    if (this.group.settings.shared_worktree || !member?.worktree_path || !member.branch) return null;
-    try {
-      const config = await loadConfig(this.root);
-      await commitAllChanges(member.worktree_path, `group ${this.id}: ${variant}`, config.envFiles);
-      const base = this.group.settings.base_branch;
-      if (!base) return null;
-      const changes = await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: base, stat: true, envFiles: config.envFiles });
-      return { files: changes.files.length, insertions: changes.insertions, deletions: changes.deletions };
-    } catch (err) {
-      this.ctx.state.log.event("group_diff_failed", { projectRoot: this.root, groupId: this.id, variant, error: err });
-      return null;
-    }
+    await this.recordResult(variant, { ...outcome, ...output });
   }
 
   /** `hostDiff`: a member on a host had its work committed and counted there. */
   private async recordResult(variant: string, result: MemberOutcome & Pick<MemberResult, "output" | "output_source">, hostDiff?: DiffStat | null): Promise<void> {
     if (this.group.individual_outputs?.[variant] || this.recording.has(variant)) return;
     this.recording.add(variant);
-    const diff = this.group.members[variant]?.host ? (hostDiff ?? null) : await this.commitAndDiffStat(variant);
+    const diff = this.group.members[variant]?.host ? (hostDiff ?? null) : await commitAndDiffStat(this.group, variant, this.ctx.state.log);
     const started = Date.parse(this.group.members[variant]?.started_at ?? "");
     const full: MemberResult = {
       ...result,
@@ -550,75 +494,25 @@ export class GroupDriver {
 
   // ---- the judge -----------------------------------------------------------------------------
 
-  /** A member's change for the judge: computed here, or on its host ("" when there is none or it cannot be read). */
-  private async patchOf(variant: string): Promise<string> {
-    const member = this.group.members[variant];
-    const base = this.group.settings.base_branch;
-    if (!member || !base || this.group.settings.shared_worktree) return "";
-    try {
-      if (member.host) return member.worktree_id ? ((await this.ctx.hostMembers?.diff(member.worktree_id, false))?.patch ?? "") : "";
-      if (!member.worktree_path || !member.branch) return "";
-      const { envFiles } = await loadConfig(this.root);
-      return (await diffWorktree({ path: member.worktree_path, branch: member.branch, baseBranch: base, envFiles })).patch ?? "";
-    } catch {
-      return "";
-    }
-  }
-
   private async runJudge(done: string[], outputs: Record<string, string>): Promise<void> {
-    const root = this.root;
-    await mkdir(groupDir(root, this.id), { recursive: true });
-    const input = judgeInputFile(root, this.id);
-    const verdictPath = verdictFile(root, this.id);
-    await writeFile(input, await judgeMaterials(this.group, done, (v) => this.patchOf(v)));
-    await rm(verdictPath, { force: true });
-    const request = this.ctx.slots.request(root, `group:${this.id}`);
-    this.requests.set("(judge)", request);
-    const onAbort = () => request.cancel();
-    this.abort.signal.addEventListener("abort", onAbort, { once: true });
-    const release = await request.granted;
-    this.requests.delete("(judge)");
-    this.abort.signal.removeEventListener("abort", onAbort);
-    let judge: LaunchedAgent | undefined;
-    try {
-      if (this.shuttingDown || isGroupFinished(this.group)) return;
-      const config = await loadConfig(root);
-      const agentType = this.group.settings.judge_agent ?? config.defaultAgent;
-      const prompt = judgePrompt(done, input, verdictPath);
-      judge = await launchAgent(this.ctx.state, {
-        projectRoot: root,
-        agentType,
-        prompt,
-        placement: { kind: "new", name: `group-${this.id.replace(/^g-/, "")}-judge`, ...(this.group.settings.base_branch ? { base: this.group.settings.base_branch } : {}) },
-        env: { PU_GROUP_ID: this.id, PU_GROUP_ROLE: "judge", PU_OUTPUT_FILE: verdictPath, PU_JUDGE_INPUT: input, PATH: pathWithPuCli() },
-      });
-      this.judge = judge.live;
-      await this.update((g) => {
-        (g as Record<string, unknown>).judge = { agent_id: judge?.agentId, worktree_id: judge?.worktreeId ?? null, agent_type: agentType };
-      });
-      let result = await firstTurnOf(this.ctx.state, judge, this.abort.signal);
-      for (let attempt = 1; ; attempt++) {
-        if (this.shuttingDown || isGroupFinished(this.group)) return;
-        let problem: string;
-        try {
-          const verdict = parseJudgeVerdict(await readFile(verdictPath, "utf8"), done, variantKeys(this.group));
-          markFinished(judge.live, "group");
-          return await this.end("complete", [], { aggregate: "judge", outputs, winner: verdict.winner, ranking: verdict.ranking, reasons: verdict.reasons });
-        } catch (err) {
-          problem = (err as NodeJS.ErrnoException).code === "ENOENT" ? `no verdict was written to ${verdictPath}` : (err as Error).message;
-        }
-        if (attempt >= 2 || judge.live.session.exitCode !== null || result.outcome !== "waiting") {
-          return await this.end("failed", [`the judge's verdict is invalid: ${problem}`]);
-        }
-        result = await turn(this.ctx.state, judge.live, `Your verdict cannot be used: ${problem}. Write it again to ${verdictPath} as JSON {"winner", "ranking", "reasons"}.`, { signal: this.abort.signal });
-      }
-    } catch (err) {
-      if (this.shuttingDown) return;
-      await this.end("failed", [`the judge could not run: ${(err as Error).message}`]);
-    } finally {
-      if (judge && judge.live.session.exitCode === null && !this.ctx.state.stopping) await stopAgents([judge.live], "kill", STOP_GRACE_MS).catch(() => undefined);
-      this.judge = undefined;
-      release();
-    }
+    const outcome = await judgeGroup(
+      {
+        state: this.ctx.state,
+        slots: this.ctx.slots,
+        signal: this.abort.signal,
+        group: this.group,
+        over: () => this.shuttingDown || isGroupFinished(this.group),
+        waiting: (request) => (request ? this.requests.set("(judge)", request) : this.requests.delete("(judge)")),
+        running: (live) => {
+          this.judge = live;
+        },
+        record: (change) => this.update(change),
+        patchOf: (variant) => memberPatch(this.group, variant, this.ctx.hostMembers),
+      },
+      done,
+      outputs,
+    );
+    if (outcome?.phase === "complete") await this.end("complete", [], outcome.aggregated);
+    else if (outcome) await this.end("failed", [outcome.reason]);
   }
 }
