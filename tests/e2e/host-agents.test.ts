@@ -13,7 +13,7 @@ import { hostMirrorPath } from "@pu/core/hosts-file";
 import { LockedFile } from "@pu/core/locked-file";
 import { connectClient } from "@pu/ipc/client";
 import { chromium } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { allAgents, PuSandbox, REPO_ROOT, type StatusJson } from "../helpers/pu-sandbox.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
@@ -59,7 +59,11 @@ interface HostGroupJson {
   members: { variant: string; state: string; host: string | null; worktreeId: string | null; worktreePath: string | null; output: string | null; outputSource: string | null; diff: unknown }[];
 }
 interface StateWithGroups {
-  multi_agent_groups: { group_id: string; members: Record<string, { host?: string | null; started_at: string }>; individual_outputs: Record<string, { finished_at: string }> }[];
+  multi_agent_groups: {
+    group_id: string;
+    members: Record<string, { host?: string | null; host_group_id?: string | null; agent_id?: string | null; started_at: string }>;
+    individual_outputs: Record<string, { finished_at: string }>;
+  }[];
 }
 
 const AGENT_SCRIPT =
@@ -512,6 +516,47 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     } finally {
       rmSync(path.join(sb.home, "config.yaml"), { force: true });
     }
+  });
+
+  it("a control plane SIGKILLed while a group's members run on a host goes on following them: none starts twice, the results land here", async () => {
+    // A member that takes a while (its scenario read from a file the host's user can read).
+    const scenario = path.join(os.tmpdir(), `pu-e2e-slow-member-${process.pid}.json`);
+    writeFileSync(scenario, JSON.stringify({ default: { slowMs: 6000 } }), { mode: 0o644 });
+    onTestFinished(() => rmSync(scenario, { force: true }));
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    writeFileSync(config, `${readFileSync(config, "utf8")}  slowmember:\n    command: env GROUP_TEST_SCENARIO=${scenario} ${process.execPath} ${GROUP_MEMBER}\n`);
+    sb.git(["add", "-f", ".pu/config.yaml"]);
+    sb.git(["commit", "-q", "-m", "a slow group member"]);
+    await sb.ok(["trust", "--on", "box"]);
+
+    const started = await sb.puJson<{ groupId: string }>(["group", "run", "slow task", "--agents", "slowmember,member", "--on", "box"]);
+    const stateFile = () => (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as StateWithGroups).multi_agent_groups.find((g) => g.group_id === started.groupId)!;
+    // Killed once the slow member's group on the host is recorded here and its agent is working there.
+    await waitFor("the slow member to run on the host", async () => {
+      const member = stateFile().members.slowmember;
+      return member?.host_group_id && member.agent_id ? member : undefined;
+    }, 60_000, 100);
+    const before = stateFile().members.slowmember!;
+    await sb.sigkillDaemon();
+
+    const done = await waitFor(`group ${started.groupId} to end`, async () => {
+      const group = await sb.puJson<HostGroupJson>(["group", "status", started.groupId]);
+      return ["complete", "failed", "cancelled"].includes(group.phase) ? group : undefined;
+    }, 120_000, 250);
+    expect(done.phase, JSON.stringify(done)).toBe("complete");
+    for (const m of done.members) expect(m).toMatchObject({ state: "done", host: "box", outputSource: "file" });
+    expect(done.members.find((m) => m.variant === "slowmember")?.output).toContain("output of slowmember (turn 1)");
+    // The host made one group per member, and the slow member ran once: the agent recorded before the kill.
+    const hostState = JSON.parse(readFileSync(`${root}/home/state.json`, "utf8")) as { multi_agent_groups: { settings: { placed_by?: { group_id: string; variant: string } }; agent_ids: string[] }[] };
+    const placed = hostState.multi_agent_groups.filter((g) => g.settings.placed_by?.group_id === started.groupId);
+    expect(placed.map((g) => g.settings.placed_by!.variant).sort()).toEqual(["member", "slowmember"]);
+    expect(placed.find((g) => g.settings.placed_by!.variant === "slowmember")!.agent_ids).toEqual([before.agent_id]);
+    expect(stateFile().members.slowmember!.agent_id).toBe(before.agent_id);
+    // Picked and merged here, then its worktree on the host removed too: nothing of the group is left there.
+    const picked = done.members.find((m) => m.variant === "member")!;
+    await sb.puJson(["group", "pick", started.groupId, "member"]);
+    await sb.ok(["clean", "--worktree", picked.worktreeId!]);
+    expect(existsSync(picked.worktreePath!)).toBe(false);
   });
 
   it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", { timeout: 300_000, retry: 1 }, async () => {

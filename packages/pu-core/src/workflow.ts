@@ -7,6 +7,7 @@ import { FLAG_LIKE_MESSAGE, isFlagLike } from "./argv-value.js";
 import { TriggerGateSchema } from "./definitions.js";
 import { AGGREGATE_MODES, JOIN_MODES, planGroupMembers } from "./group.js";
 import { PuError } from "./errors.js";
+import { parsePlaces } from "./placement.js";
 
 export const REVIEW_KINDS = ["plan", "visual", "pr"] as const;
 export const GROUP_STEP_TYPES = ["multi_model", "multi_prompt", "matrixed"] as const;
@@ -52,6 +53,8 @@ export const WorkflowStepSchema = z.object({
   quorum: z.number().int().min(1).optional(),
   /** The judge's agent type (aggregate: judge); default: the project's default agent. */
   judge: ArgvName.optional(),
+  /** Where a group step's members run: `local` (this machine) and hosts' names (pu host list). */
+  on: z.array(z.string().min(1)).min(1).optional(),
 });
 export type WorkflowStep = z.infer<typeof WorkflowStepSchema>;
 
@@ -91,7 +94,7 @@ export function parseWorkflow(text: string, path: string): ParsedWorkflow {
   return { workflow: parsed.data, warnings: unknownKeys(raw, path) };
 }
 
-const GROUP_ONLY_KEYS = ["agents", "prompts", "aggregate", "join", "quorum", "judge", "read_only"] as const;
+const GROUP_ONLY_KEYS = ["agents", "prompts", "aggregate", "join", "quorum", "judge", "read_only", "on"] as const;
 
 /** A group step must describe a group pu can run; the group keys mean nothing on other steps. */
 function checkGroupStep(step: WorkflowStep, where: string): void {
@@ -102,7 +105,9 @@ function checkGroupStep(step: WorkflowStep, where: string): void {
   }
   if (step.aggregate === "gate" && step.gate === undefined) throw new PuError("CONFIG_ERROR", `${where}: aggregate: gate needs a gate to run in every member's worktree`);
   if (step.review !== undefined || step.artifact !== undefined) throw new PuError("CONFIG_ERROR", `${where}: a group step has no ${step.review !== undefined ? "review" : "artifact"}; put it on the next step`);
+  if (step.on !== undefined && step.read_only) throw new PuError("CONFIG_ERROR", `${where}: on: places members in worktrees of their own; a read_only step's members share the ticket's`);
   try {
+    if (step.on !== undefined) parsePlaces(step.on, "on");
     planGroupMembers({ kind: step.type, delegators: step.agents ?? [step.agent ?? "default"], sharedPrompt: step.prompt, prompts: step.prompts ?? [] });
   } catch (err) {
     throw new PuError("CONFIG_ERROR", `${where}: ${(err as Error).message}`);

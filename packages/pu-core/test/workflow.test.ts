@@ -51,6 +51,12 @@ describe("workflows", () => {
       expect(fail(FEAT.replace("artifact: PLAN.md", `artifact: "${outside}"`))).toBe("W.yaml: steps[0].artifact: must be a path inside the worktree (relative, no '..')");
     }
     expect(parseWorkflow(FEAT.replace("artifact: PLAN.md", "artifact: docs/..plan.md"), "W.yaml").workflow.steps[0]?.artifact).toBe("docs/..plan.md");
+    // A group step's members placed on hosts: checked places; not with shared worktrees, not on a one-agent step.
+    const spread = FEAT.replace("    read_only: true\n", "    on: [local, gpu-box]\n");
+    expect(parseWorkflow(spread, "W.yaml").workflow.steps[2]?.on).toEqual(["local", "gpu-box"]);
+    expect(fail(spread.replace("on: [local, gpu-box]", "on: [local, local]"))).toBe("W.yaml: steps[2]: on: local is listed twice");
+    expect(fail(spread.replace("on: [local, gpu-box]", "on: [local]\n    read_only: true"))).toMatch(/^W\.yaml: steps\[2\]: on: places members in worktrees of their own/);
+    expect(fail(FEAT.replace("    review: plan\n", "    on: [gpu-box]\n"))).toBe("W.yaml: steps[0]: on needs a group step (type: multi_model, multi_prompt or matrixed)");
     const { warnings } = parseWorkflow(`${FEAT}colour: blue\n`.replace("    artifact: PLAN.md", "    artefact: PLAN.md"), "W.yaml");
     expect(warnings).toEqual(['W.yaml: unknown key "colour" ignored', 'W.yaml: steps[0]: unknown key "artefact" ignored']);
   });

@@ -19,7 +19,8 @@ export default class TrustCommand extends PuCommand {
       create\`…) is trusted as written. \`--show\` lists without trusting anything.
 
       A host (\`pu host add\`) keeps its own trust: \`--on HOST\` lists (and trusts there) what the
-      project's mirror on that host would run — the \`.pu/\` of the commit pushed to it.
+      project's mirror on that host would run — the \`.pu/\` of this project's current branch,
+      pushed to the mirror first (made if no agent was placed there yet).
     `,
     examples: [
       ["See what this project would run", "$0 trust --show"],

@@ -17,7 +17,7 @@ function memberRow(group: GroupView, member: GroupMemberView, diffBox: HTMLEleme
     "tr",
     { "data-variant": member.variant, className: group.winner === member.variant ? "winner" : "" },
     h("td", {}, member.variant, group.winner === member.variant ? " ★" : ""),
-    h("td", {}, member.model ? `${member.agentType}:${member.model}` : member.agentType),
+    h("td", {}, member.model ? `${member.agentType}:${member.model}` : member.agentType, member.host ? h("span", { className: "host", "data-host": member.host }, ` on ${member.host}`) : null),
     h("td", { "data-member-state": member.state }, member.state),
     h("td", {}, duration(member.seconds)),
     h("td", {}, diff),

@@ -198,6 +198,7 @@ export abstract class QueueSteps extends QueueDispatch {
           ...limitField("maxCost", lowerLimit(step.max_cost, ticket.max_cost)),
           ...limitField("maxTokens", lowerLimit(step.max_tokens, ticket.max_tokens)),
           ...(step.read_only && agentState.session_context_ref ? { sharedWorktree: agentState.session_context_ref } : {}),
+          ...(step.on !== undefined ? { on: step.on } : {}),
           ticketId: run.ticketId,
           stepName: step.name,
         });
