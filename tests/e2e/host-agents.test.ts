@@ -56,7 +56,7 @@ const GROUP_MEMBER = path.join(REPO_ROOT, "tests/fixtures/group-member.mjs");
 interface HostGroupJson {
   groupId: string;
   phase: string;
-  members: { variant: string; state: string; host: string | null; worktreeId: string | null; worktreePath: string | null; output: string | null; outputSource: string | null; diff: unknown }[];
+  members: { variant: string; state: string; host: string | null; agentId: string | null; worktreeId: string | null; worktreePath: string | null; output: string | null; outputSource: string | null; diff: unknown }[];
 }
 interface StateWithGroups {
   multi_agent_groups: {
@@ -83,6 +83,14 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     return found;
   };
 
+  /** A custom agent type committed in the project's .pu/config.yaml (so the host's mirror has it too). */
+  const commitAgentType = (name: string, command: string) => {
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    const before = readFileSync(config, "utf8");
+    writeFileSync(config, `${before}${/^agents:/m.test(before) ? "" : "\nagents:\n"}  ${name}:\n    command: ${command}\n`);
+    sb.git(["add", "-f", ".pu/config.yaml"]);
+    sb.git(["commit", "-q", "-m", `the agent type ${name}`]);
+  };
   const promptFiles = (names: string[]): string[] =>
     names.flatMap((name) => {
       const file = path.join(sb.base, `${name}.md`);
@@ -451,11 +459,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   });
 
   it("a group spread over this machine and a host: members placed in turn under each place's cap, the host's run by its daemon, pick merges a host member here and cleans the rest on both sides", async () => {
-    const config = path.join(sb.root, ".pu", "config.yaml");
-    const before = readFileSync(config, "utf8");
-    writeFileSync(config, `${before}${/^agents:/m.test(before) ? "" : "\nagents:"}\n  member:\n    command: ${process.execPath} ${GROUP_MEMBER}\n`);
-    sb.git(["add", "-f", ".pu/config.yaml"]);
-    sb.git(["commit", "-q", "-m", "a scripted group member"]);
+    commitAgentType("member", `${process.execPath} ${GROUP_MEMBER}`);
     await sb.ok(["trust"]);
     // One slot on each side: this machine's queue.maxParallel, the host's --max-agents.
     await sb.ok(["host", "add", "box-one", "--exec", `runuser -u ${host.user} --`, "--root", root, "--max-agents", "1"]);
@@ -523,10 +527,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const scenario = path.join(os.tmpdir(), `pu-e2e-slow-member-${process.pid}.json`);
     writeFileSync(scenario, JSON.stringify({ default: { slowMs: 6000 } }), { mode: 0o644 });
     onTestFinished(() => rmSync(scenario, { force: true }));
-    const config = path.join(sb.root, ".pu", "config.yaml");
-    writeFileSync(config, `${readFileSync(config, "utf8")}  slowmember:\n    command: env GROUP_TEST_SCENARIO=${scenario} ${process.execPath} ${GROUP_MEMBER}\n`);
-    sb.git(["add", "-f", ".pu/config.yaml"]);
-    sb.git(["commit", "-q", "-m", "a slow group member"]);
+    commitAgentType("slowmember", `env GROUP_TEST_SCENARIO=${scenario} ${process.execPath} ${GROUP_MEMBER}`);
     await sb.ok(["trust", "--on", "box"]);
 
     const started = await sb.puJson<{ groupId: string }>(["group", "run", "slow task", "--agents", "slowmember,member", "--on", "box"]);
@@ -557,6 +558,37 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.puJson(["group", "pick", started.groupId, "member"]);
     await sb.ok(["clean", "--worktree", picked.worktreeId!]);
     expect(existsSync(picked.worktreePath!)).toBe(false);
+  });
+
+  it("pu group cancel stops the members on the host: their groups there are cancelled and their agents end", async () => {
+    const scenario = path.join(os.tmpdir(), `pu-e2e-hanging-member-${process.pid}.json`);
+    writeFileSync(scenario, JSON.stringify({ default: { hang: true } }), { mode: 0o644 });
+    onTestFinished(() => rmSync(scenario, { force: true }));
+    commitAgentType("hangmember", `env GROUP_TEST_SCENARIO=${scenario} ${process.execPath} ${GROUP_MEMBER}`);
+    await sb.ok(["trust", "--on", "box"]);
+
+    const started = await sb.puJson<{ groupId: string }>(["group", "run", "endless task", "--agent", "hangmember", ...promptFiles(["p", "q"]), "--on", "box"]);
+    // The host's own caps apply there (its queue.maxParallel is 1 on this 2-core machine): one member runs, the other waits its turn there.
+    const running = await waitFor("a member's agent to run on the host", async () => {
+      const group = await sb.puJson<HostGroupJson>(["group", "status", started.groupId]);
+      const ids = group.members.map((m) => m.agentId).filter((id): id is string => id !== null);
+      if (ids.length === 0) return undefined;
+      const agents = await Promise.all(ids.map((id) => remoteAgent(id)));
+      return agents.every((a) => a.live && a.pid) ? agents : undefined;
+    }, 60_000, 250);
+    for (const agent of running) expect(uidOf(agent.pid!)).toBe(host.uid);
+    await sb.ok(["group", "cancel", started.groupId]);
+    for (const agent of running) {
+      await waitFor(`member agent ${agent.id} to end on the host`, async () => (isProcessAlive(agent.pid!) ? undefined : true), 30_000, 100);
+    }
+    const group = await sb.puJson<HostGroupJson>(["group", "status", started.groupId]);
+    expect(group.phase).toBe("cancelled");
+    for (const m of group.members) expect(m).toMatchObject({ state: "cancelled", host: "box" });
+    const hostState = JSON.parse(readFileSync(`${root}/home/state.json`, "utf8")) as { multi_agent_groups: { phase: string; settings: { placed_by?: { group_id: string } } }[] };
+    const placed = hostState.multi_agent_groups.filter((g) => g.settings.placed_by?.group_id === started.groupId);
+    expect(placed.map((g) => g.phase)).toEqual(["cancelled", "cancelled"]);
+    // What was started holds nothing: cleaned on the host without --force.
+    for (const m of group.members) if (m.worktreeId) await sb.ok(["clean", "--worktree", m.worktreeId]);
   });
 
   it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", { timeout: 300_000, retry: 1 }, async () => {

@@ -20,6 +20,9 @@ const POLL_MS = 1000;
 const POLL_MAX_MS = 30_000;
 /** Making the member's group on the host waits for the mirror's push and the host's checks. */
 const START_TIMEOUT_MS = 120_000;
+/** A start the link lost (no answer, or no link) is asked again after these pauses; the host answers with the group it made, if it made one. */
+const START_RETRY_MS = [2000, 5000, 10_000];
+const LINK_LOST = ["DAEMON_UNAVAILABLE", "TIMEOUT"];
 
 export interface HostMemberSpec {
   groupId: string;
@@ -48,9 +51,23 @@ export class HostMembers {
   /**
    * The member's group on the host: the base pushed to the mirror, then made there. Asked again
    * for the same member (this daemon restarted before the answer was recorded), the host answers
-   * with the group it made then, so a member never runs twice.
+   * with the group it made then, so a member never runs twice — which is also why a start the link
+   * lost is asked again a few times before the member is given up as failed.
    */
-  async start(projectRoot: string, hostName: string, spec: HostMemberSpec): Promise<string> {
+  async start(projectRoot: string, hostName: string, spec: HostMemberSpec, signal?: AbortSignal): Promise<string> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.startOnce(projectRoot, hostName, spec);
+      } catch (error) {
+        const pause = START_RETRY_MS[attempt];
+        if (!isPuError(error) || !LINK_LOST.includes(error.code) || pause === undefined) throw error;
+        await sleep(pause, undefined, { signal }).catch(() => undefined);
+        if (signal?.aborted) throw error;
+      }
+    }
+  }
+
+  private async startOnce(projectRoot: string, hostName: string, spec: HostMemberSpec): Promise<string> {
     const host = await this.hosts.get(hostName);
     const mirror = await this.remote.prepareMirror(host, projectRoot, spec.baseBranch);
     const s = spec.settings;

@@ -268,7 +268,7 @@ export class GroupDriver {
       if (!hosts) throw new Error("this daemon places no members on hosts");
       if (!member.host_group_id) {
         const spec = { groupId: this.id, variant, kind: this.group.step_type as GroupKind, delegator: member.delegator_name, prompt: member.prompt, baseBranch: base, settings: this.group.settings };
-        const hostGroupId = await hosts.start(this.root, host, spec);
+        const hostGroupId = await hosts.start(this.root, host, spec, this.abort.signal);
         await this.update((g) => {
           member.host_group_id = hostGroupId;
           g.pending_launches = (g.pending_launches ?? []).filter((p) => p.variant_key !== variant);
