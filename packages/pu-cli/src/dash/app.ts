@@ -214,7 +214,7 @@ class Dashboard {
           for (const group of groups) {
             const done = group.members.filter((m) => m.state === "done").length;
             lines.push(`${group.groupId}  ${group.phase}  ${done}/${group.members.length} done  ${group.kind}, ${group.aggregate}${group.winner ? `  winner ${group.winner}` : ""}`);
-            for (const m of group.members) lines.push(`  ${m.state.padEnd(9)} ${m.variant}${m.agentId ? ` [${m.agentId}]` : ""}${m.reason ? `  ${m.reason}` : ""}`);
+            for (const m of group.members) lines.push(`  ${m.state.padEnd(9)} ${m.variant}${m.agentId ? ` [${m.agentId}]` : ""}${m.host ? ` on ${m.host}` : ""}${m.reason ? `  ${m.reason}` : ""}`);
           }
         }
         if (lines.length === 0) lines.push("no groups (pu group run PROMPT --agents a,b)");
