@@ -591,6 +591,28 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     for (const m of group.members) if (m.worktreeId) await sb.ok(["clean", "--worktree", m.worktreeId]);
   });
 
+  it("a workflow's group step with on: [local, box] spreads the ticket's group over this machine and the host", async () => {
+    mkdirSync(path.join(sb.root, ".pu", "workflows"), { recursive: true });
+    writeFileSync(
+      path.join(sb.root, ".pu", "workflows", "SPREAD.yaml"),
+      'steps:\n  - name: explore\n    type: multi_prompt\n    agent: member\n    prompt: "try {{TITLE}}"\n    prompts: ["one way", "another way"]\n    on: [local, box]\n',
+    );
+    await sb.ok(["trust"]);
+    const created = (await sb.puJson<{ ticket: { id: string } }>(["ticket", "create", "the spread ticket", "--type", "SPREAD"])).ticket;
+    const done = await waitFor("the ticket to be done", async () => {
+      const shown = await sb.puJson<{ ticket: { state: string; history?: { event: string }[] } }>(["ticket", "show", created.id]);
+      return shown.ticket.state === "done" ? shown : undefined;
+    }, 120_000, 250);
+    expect(done.ticket.history?.map((h) => h.event)).toEqual(["dispatched", "group started", "step done", "done"]);
+    const recorded = (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as StateWithGroups).multi_agent_groups.find((g) => (g as { ticket_id?: string }).ticket_id === created.id)!;
+    expect(Object.values(recorded.members).map((m) => m.host ?? "local").sort()).toEqual(["box", "local"]);
+    expect(Object.values(recorded.individual_outputs).map((r) => (r as { state?: string }).state)).toEqual(["done", "done"]);
+    // Nothing of it is kept for the tests after: the members' worktrees (here and on the host) and the ticket's.
+    const members = Object.values(recorded.members).map((m) => (m as { worktree_id?: string }).worktree_id!);
+    const ticketWorktree = Object.entries((await sb.status()).worktrees).find(([, w]) => (w as { name: string }).name === created.id.toLowerCase())?.[0];
+    for (const id of [...members, ...(ticketWorktree ? [ticketWorktree] : [])]) await sb.ok(["clean", "--worktree", id, "--force"]);
+  });
+
   it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", { timeout: 300_000, retry: 1 }, async () => {
     const server = await startModelServer({});
     const forwardPort = 20_000 + Math.floor(Math.random() * 20_000);
