@@ -16,7 +16,9 @@ export async function handleGroupRun(services: GroupsContext, req: RequestOf<"gr
     ...(req.aggregate !== undefined ? { aggregate: req.aggregate } : {}),
     ...(req.join !== undefined ? { join: req.join } : {}),
     ...(req.quorum !== undefined ? { quorum: req.quorum } : {}),
-    ...(req.gate !== undefined ? { gate: { run: req.gate, ...(req.gateTimeoutSeconds !== undefined ? { timeout_seconds: req.gateTimeoutSeconds } : {}) } } : {}),
+    ...(req.gate !== undefined
+      ? { gate: { run: req.gate, ...(req.gateTimeoutSeconds !== undefined ? { timeout_seconds: req.gateTimeoutSeconds } : {}), ...(req.gateExpectExit !== undefined ? { expect_exit: req.gateExpectExit } : {}) } }
+      : {}),
     ...(req.maxRetries !== undefined ? { maxRetries: req.maxRetries } : {}),
     ...(req.timeoutMinutes !== undefined ? { timeoutMinutes: req.timeoutMinutes } : {}),
     ...(req.judge !== undefined ? { judge: req.judge } : {}),

@@ -82,7 +82,7 @@ export class HostMembers {
           prompt: spec.prompt,
           prompts: [],
           base: spec.baseBranch,
-          ...(s.gate ? { gate: s.gate.run, gateTimeoutSeconds: s.gate.timeout_seconds } : {}),
+          ...(s.gate ? { gate: s.gate.run, gateTimeoutSeconds: s.gate.timeout_seconds, gateExpectExit: s.gate.expect_exit } : {}),
           maxRetries: s.max_retries,
           ...(s.timeout_minutes != null ? { timeoutMinutes: s.timeout_minutes } : {}),
           // The group's budget holds each member on its host (the host's daemon enforces it there).

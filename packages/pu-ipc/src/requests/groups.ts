@@ -23,6 +23,8 @@ export const GroupRunRequest = req("group_run", {
   /** The person's own check (typed on their command line, so no trust is asked). */
   gate: z.string().min(1).max(65536).optional(),
   gateTimeoutSeconds: z.number().positive().optional(),
+  /** The exit code the gate must end with (default 0; a workflow step's gate may say another). */
+  gateExpectExit: z.number().int().min(0).max(255).optional(),
   maxRetries: z.number().int().min(0).max(20).optional(),
   timeoutMinutes: z.number().positive().optional(),
   judge: Name.min(1).optional(),
