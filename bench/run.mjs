@@ -341,83 +341,6 @@ profiling it, and saying how much of what is left is the 2-core machine sharing
 cat, the kernel, the daemon and the reader, is what is left of this part of
 issue 22.
 
-## Before and after the engine's services and slot ledger (issue 22)
-
-The same full \`pnpm bench\` before (commit cd3228c, 2026-11-23) and after (0fd4299,
-2026-11-25). This run's machine was slower across the board: every reference
-measured in the run moved (\`node -e 0\` 66 → 79 ms, direct node-pty 73 → 59 MB/s,
-a bare Unix-socket ping-pong 13.5k → 10.5k msg/s), so ratios are what compare.
-Within run-to-run spread: throughput (0.78× → 0.78×, \`pu logs --follow\` 0.76× →
-0.81×), IPC (0.76× → 0.76×), plans per task (1.00× → 1.01×), group CPU per member
-(1.46× → 1.49×), members per minute (0.84× → 0.80×), queue tickets per minute
-(206 → 201), real agents' turns, idle CPU (0 % everywhere). Worse beyond what we
-can call spread, and not yet explained: \`pu status\` warm 1.21× → 1.28× of
-\`node -e 0\` (the CLI did not change), the group join 7 → 15 ms (2.2× → 3.5× a
-state.json write; millisecond resolution), \`pu dash\` keypress p99 28 → 69 ms
-(p50 11 → 15 ms), daemon RSS with 100 agents 126 → 134 MiB (1.59× → 1.65× of an
-empty daemon). They are the first things to look at when the restructure goes on.
-
-**pu web.** The first measurement of the page's keystroke echo was 33 ms at
-p50: the page queued every output frame for its next animation frame and xterm
-then drew it on the frame after. Output that arrives while nothing waits to be
-drawn (up to 4 KiB) now goes to xterm at once: p50 one frame (≈ 17 ms, phase-
-locked to the 60 Hz frame clock), against well under a millisecond for the
-bytes reaching \`pu attach\` (which does not include a terminal emulator
-drawing them). Throughput into the page is xterm.js's parser (≈ 14–16 MB/s
-here, ≈ 0.35× \`pu logs --follow\`); when the page falls behind, the daemon
-skips it ahead and the page says how much, so the agent and other viewers are
-not slowed. The server uses ≈ 0.4–0.5 % CPU idle with a page open on 100
-agents (the daemon 0 %): not yet looked into.
-`;
-
-/** Findings written after later full runs, kept here so a new run carries them. */
-const LATER_FINDINGS = `
-## The first turn of a real agent (issue 21)
-
-A held-out check reported the spawn prompt's turn read as over 5.3 s (Claude),
-5.8–6.0 s (Codex) and 6.5 s (OpenCode) after the answer, against 0.3–0.9 s for a
-turn typed in by \`pu send\`. \`bench/real-agents.mjs\` now makes the first turn that
-shape — \`pu spawn\` into a new worktree, the model thinks 2.5 s, makes one shell
-tool call, thinks again and streams a short answer at 250 ms a word — and reports
-it beside the later turns of the same agent as the reference (\`BENCH_ONLY=real-agents\`,
-2026-11-25, main after the trust merge):
-
-| CLI | first turn: answer end → \`waiting\` | later turns (median) | ratio |
-|---|---|---|---|
-| Claude Code 2.1.330 | 0.152 s | 0.143 s | 1.07× |
-| Codex 0.169.0 | 0.698 s | 0.692 s | 1.01× |
-| OpenCode 1.18.33 | 0.851 s | 0.821 s | 1.04× |
-
-Every first turn ended as \`turn_end\` (the CLI's hook or its screen), never by the
-idle fallback. The same run through the CLI alone (\`pu spawn\`, \`pu status --json\`
-polled back to back, and \`pu status --watch --json\`) gave 0.16 / 0.70 / 0.83 s.
-The held-out figures are what we measure from the end of the turn's *first*
-reply (the tool call) to \`waiting\` — 5.9 s, 6.4 s and 6.6 s here, which hold the
-scripted thinking before the final answer — so we could not reproduce a late
-first turn on this machine; what is left above 0.2 s for Codex and OpenCode is the
-CLIs' own redraw after the stream ends (OpenCode keeps its busy bar ~0.85 s) plus
-pu's 600 ms wait for the idle marker to stand still. The real-agent tests now
-fail if the first turn (with its tool call) reads \`waiting\` more than 4 s after
-the answer.
-
-## Throughput on two line shapes (issue 22, in progress)
-
-\`bench/throughput.mjs\` measures every host on 80-byte lines and on 1 KiB lines,
-each shape with its own direct node-pty reference in the same run (full
-\`pnpm bench\`, 2026-11-25, commit 0fd4299; 200 MiB × 3 runs):
-
-| shape | pu → attached viewer | pu → \`pu logs --follow\` | tmux | direct node-pty |
-|---|---|---|---|---|
-| 80-byte lines | 45.8 MB/s (0.78×) | 47.5 MB/s (0.81×) | 30.9 MB/s (0.52×) | 59.0 MB/s |
-| 1 KiB lines | 65.3 MB/s (0.67×) | 64.2 MB/s (0.66×) | 39.4 MB/s (0.41×) | 96.8 MB/s |
-
-pu stays ahead of tmux on both shapes (1.48× and 1.66×) but under the 0.8× target
-for 1 KiB lines and at it for short ones. The data path itself was not changed by
-the restructure (the move into \`session/\` is file moves and the \`SpawnPty\` seam);
-profiling it, and saying how much of what is left is the 2-core machine sharing
-cat, the kernel, the daemon and the reader, is what is left of this part of
-issue 22.
-
 **Where the two cores go** (the throughput notes now carry it: the machine's busy CPU over each
 run from \`/proc/stat\`, against 2 cores × the run's wall time, with the daemon's and the reader's
 own share). \`node bench/throughput.mjs\`, 200 MiB × 3, 2026-11-26:
@@ -544,7 +467,6 @@ async function main() {
       "",
       METHOD,
       INVESTIGATION,
-      LATER_FINDINGS,
     ].join("\n");
     writeFileSync(path.join(REPO, "bench/RESULTS.md"), md);
     writeFileSync(path.join(REPO, "bench/results.json"), `${JSON.stringify({ machine: env, timings, figures: rows }, null, 2)}\n`);
