@@ -159,15 +159,8 @@ export class RemoteAgentService {
     const askedAt = new Date().toISOString();
     const placement = { host: host.name, projectRoot };
     const inFlight = `${keyOf(placement)}\0${askedAt}`;
-    await this.change((file) => {
-      const projects = [...file.projects];
-      let project = projects.find((p) => p.host === host.name && p.projectRoot === projectRoot);
-      if (!project) {
-        project = { host: host.name, projectRoot, mirror, baseBranch, agentIds: [], worktreeIds: [], merged: [], lastReport: null, lastSeenAt: null, spawning: [] };
-        projects.push(project);
-      }
+    await this.changeOrAddProject(host, projectRoot, baseBranch, (project) => {
       project.spawning = [...project.spawning, askedAt];
-      return { ...file, projects };
     });
     this.spawnsInFlight.add(inFlight);
     let result: SpawnResult;
@@ -189,8 +182,7 @@ export class RemoteAgentService {
       const placed = result;
       await this.changeProject(placement, (found) => {
         found.baseBranch = baseBranch;
-        if (!found.agentIds.includes(placed.agentId)) found.agentIds.push(placed.agentId);
-        if (placed.worktreeId && !found.worktreeIds.includes(placed.worktreeId)) found.worktreeIds.push(placed.worktreeId);
+        routeIds(found, placed);
         found.spawning = found.spawning.filter((at) => at !== askedAt);
       });
     } finally {
@@ -215,18 +207,7 @@ export class RemoteAgentService {
    * from now on: status, attach, kill, merge and clean reach it by id.
    */
   async adopt(projectRoot: string, host: HostRecord, baseBranch: string, ids: { agentId?: string | null; worktreeId?: string | null }): Promise<void> {
-    const placement = { host: host.name, projectRoot };
-    await this.change((file) => {
-      const projects = [...file.projects];
-      let project = projects.find((p) => keyOf(p) === keyOf(placement));
-      if (!project) {
-        project = { host: host.name, projectRoot, mirror: hostMirrorPath(host, projectRoot), baseBranch, agentIds: [], worktreeIds: [], merged: [], lastReport: null, lastSeenAt: null, spawning: [] };
-        projects.push(project);
-      }
-      if (ids.agentId && !project.agentIds.includes(ids.agentId)) project.agentIds.push(ids.agentId);
-      if (ids.worktreeId && !project.worktreeIds.includes(ids.worktreeId)) project.worktreeIds.push(ids.worktreeId);
-      return { ...file, projects };
-    });
+    await this.changeOrAddProject(host, projectRoot, baseBranch, (project) => routeIds(project, ids));
     if (ids.agentId) {
       this.watches.start(projectRoot);
       this.log.event("remote_adopted", { host: host.name, projectRoot, agentIds: [ids.agentId], worktreeIds: ids.worktreeId ? [ids.worktreeId] : [] });
@@ -478,6 +459,20 @@ export class RemoteAgentService {
     });
   }
 
+  /** Changes the record's entry of a placement, made first if the project has none on that host yet. */
+  private changeOrAddProject(host: HostRecord, projectRoot: string, baseBranch: string, fn: (project: RemoteProject) => void): Promise<void> {
+    return this.change((file) => {
+      const projects = [...file.projects];
+      let project = projects.find((p) => keyOf(p) === keyOf({ host: host.name, projectRoot }));
+      if (!project) {
+        project = { host: host.name, projectRoot, mirror: hostMirrorPath(host, projectRoot), baseBranch, agentIds: [], worktreeIds: [], merged: [], lastReport: null, lastSeenAt: null, spawning: [] };
+        projects.push(project);
+      }
+      fn(project);
+      return { ...file, projects };
+    });
+  }
+
   private async change(fn: (file: RemoteProjectsFile) => RemoteProjectsFile): Promise<void> {
     await this.file.withLock(this.filePath, async (write) => {
       const next = fn(await this.read());
@@ -492,3 +487,8 @@ export class RemoteAgentService {
   }
 }
 
+/** The placement routes these ids from now on (each recorded once). */
+function routeIds(project: RemoteProject, ids: { agentId?: string | null; worktreeId?: string | null }): void {
+  if (ids.agentId && !project.agentIds.includes(ids.agentId)) project.agentIds.push(ids.agentId);
+  if (ids.worktreeId && !project.worktreeIds.includes(ids.worktreeId)) project.worktreeIds.push(ids.worktreeId);
+}
