@@ -145,8 +145,7 @@ export class HostMembers {
 
   /** A member's change, computed on the host against the base it started from. */
   async diff(worktreeId: string, stat: boolean): Promise<WorktreeDiff> {
-    const project = this.remote.placedWorktree(worktreeId);
-    if (!project) throw new PuError("WORKTREE_NOT_FOUND", `no worktree ${worktreeId} is placed on a host`);
+    const project = this.placementOf(worktreeId);
     const result = await this.remote.forward(project, "diff", { worktreeId, ...(stat ? { stat: true } : {}) });
     const found = result.worktrees.find((w) => w.worktreeId === worktreeId);
     if (!found) throw new PuError("WORKTREE_NOT_FOUND", `host ${project.host} no longer has worktree ${worktreeId}`);
@@ -156,9 +155,13 @@ export class HostMembers {
 
   /** Merges the member's branch here (fetched back from the host first). */
   async merge(worktreeId: string, strategy: "merge" | "squash" | "ff-only", message: string) {
+    return this.remote.merge(this.placementOf(worktreeId), worktreeId, strategy, message);
+  }
+
+  private placementOf(worktreeId: string) {
     const project = this.remote.placedWorktree(worktreeId);
     if (!project) throw new PuError("WORKTREE_NOT_FOUND", `no worktree ${worktreeId} is placed on a host`);
-    return this.remote.merge(project, worktreeId, strategy, message);
+    return project;
   }
 
   /** Removes a member's worktree on the host, work and all (the person picked another). */
