@@ -52,6 +52,8 @@ interface RemoteAgentJson {
 /** A scripted agent: commits a file in its worktree, then echoes what it is sent. */
 /** The scripted group member (tests/fixtures/group-member.mjs): readable by the host's user too. */
 const GROUP_MEMBER = path.join(REPO_ROOT, "tests/fixtures/group-member.mjs");
+/** The scripted plan role (tests/fixtures/plan-role.mjs): every role of a plan session. */
+const PLAN_ROLE = path.join(REPO_ROOT, "tests/fixtures/plan-role.mjs");
 
 interface HostGroupJson {
   groupId: string;
@@ -611,6 +613,107 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const members = Object.values(recorded.members).map((m) => (m as { worktree_id?: string }).worktree_id!);
     const ticketWorktree = Object.entries((await sb.status()).worktrees).find(([, w]) => (w as { name: string }).name === created.id.toLowerCase())?.[0];
     for (const id of [...members, ...(ticketWorktree ? [ticketWorktree] : [])]) await sb.ok(["clean", "--worktree", id, "--force"]);
+  });
+
+  it("a plan's workers spread over the host and this machine (--on box,local): the host's run there, their gate runs recorded as evidence here, their work merged into the plan's branch; a control plane SIGKILLed meanwhile follows them again", async () => {
+    // Every role is the scripted planbot (its scenario in a file the host's user can read); the worker's
+    // agent type and the task gate are in the committed config, so the host's mirror has them too.
+    const scenario = path.join(os.tmpdir(), `pu-e2e-host-plan-${process.pid}.json`);
+    const planTask = (id: string, blockedBy: string[] = []) => ({ id, subject: `make ${id}.txt`, description: `write ${id}.txt`, blockedBy, criteria: [`${id}.txt exists`] });
+    writeFileSync(scenario, JSON.stringify({ tasks: [planTask("a"), planTask("b", ["a"]), planTask("c", ["a"])], slowMs: 2500 }), { mode: 0o644 });
+    onTestFinished(() => rmSync(scenario, { force: true }));
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    writeFileSync(config, `plan:\n  agents: { explorer: planbot, planner: planbot, worker: planbot, verifier: planbot }\n  taskGate: test -f "$PU_TASK_ID.txt"\n  verify: ["test -f a.txt"]\n${readFileSync(config, "utf8")}`);
+    commitAgentType("planbot", `env PLAN_TEST_SCENARIO=${scenario} ${process.execPath} ${PLAN_ROLE}`);
+    await sb.ok(["trust"]);
+    await sb.ok(["trust", "--on", "box"]);
+
+    const unknown = await sb.pu(["plan", "start", "three files", "--auto", "--on", "local,nosuch"]);
+    expect(unknown.code).toBe(3);
+    expect(unknown.stderr).toMatch(/no host named nosuch/);
+    const started = await sb.puJson<{ sessionId: string; dir: string; branch: string }>(["plan", "start", "three files", "--auto", "--on", "box,local"]);
+    const id = started.sessionId;
+    const taskFile = (task: string) => JSON.parse(readFileSync(path.join(started.dir, "tasks", `${task}.json`), "utf8")) as { status: string; placement?: { host: string; key: string; group_id?: string; agent_id?: string } };
+    // The first ready task goes to the first place listed; killed once its worker runs on the host.
+    const placed = await waitFor("task a's worker to run on the host", async () => {
+      const a = existsSync(path.join(started.dir, "tasks", "a.json")) ? taskFile("a") : undefined;
+      return a?.placement?.group_id && a.placement.agent_id ? a.placement : undefined;
+    }, 90_000, 100);
+    expect(placed.host).toBe("box");
+    await sb.sigkillDaemon();
+
+    type PlanStatus = { phase: string; tasks: { id: string; status: string; host?: string }[]; options: { on?: string[] } };
+    const done = await waitFor(`plan ${id} to end`, async () => {
+      const plan = await sb.puJson<PlanStatus>(["plan", "status", id]);
+      return ["COMPLETE", "FAILED", "CANCELLED"].includes(plan.phase) ? plan : undefined;
+    }, 150_000, 500);
+    expect(done.phase, JSON.stringify(await sb.puJson(["plan", "evidence", id]))).toBe("COMPLETE");
+    expect(done.options.on).toEqual(["box", "local"]);
+    const work = done.tasks.filter((t) => t.id !== "verify");
+    expect(work.every((t) => t.status === "resolved")).toBe(true);
+    // Both places took workers.
+    const onHost = work.filter((t) => t.host === "box").map((t) => t.id);
+    expect(onHost).toContain("a");
+    expect(work.some((t) => t.host === undefined)).toBe(true);
+    expect(await sb.ok(["plan", "status", id])).toMatch(/resolved\s+a: make a\.txt \[\S* ?on box\]/);
+
+    // The plan's branch here has every task's work; b and c, wherever they ran, started from it with a's (done on the host) merged.
+    const files = execFileSync("git", ["ls-tree", "--name-only", started.branch], { cwd: sb.root, encoding: "utf8" }).split("\n");
+    expect(files).toEqual(expect.arrayContaining(["a.txt", "b.txt", "c.txt"]));
+    // Merged into the branch the worker's worktree was made from, not the branch the project's first host agent started from.
+    expect(execFileSync("git", ["ls-tree", "--name-only", "main"], { cwd: sb.root, encoding: "utf8" }).split("\n")).not.toContain("a.txt");
+    for (const t of ["b", "c"]) expect(execFileSync("git", ["show", `${started.branch}:${t}.txt`], { cwd: sb.root, encoding: "utf8" })).toContain("a:present");
+    // The host's gate runs are the task's evidence here; the worker's note came back as its report.
+    const evidence = await sb.puJson<{ evidenceLog: { task_id?: string; command?: string; exit_code?: number; summary?: string }[] }>(["plan", "evidence", id]);
+    for (const t of onHost) {
+      expect(evidence.evidenceLog.some((e) => e.task_id === t && e.command === 'test -f "$PU_TASK_ID.txt"' && e.exit_code === 0 && /\[on host box\]/.test(e.summary ?? ""))).toBe(true);
+      expect(readFileSync(path.join(started.dir, "reports", `${t}.md`), "utf8")).toContain(`note from the worker of ${t} as ${host.user} (without the plan's files)`);
+    }
+    // One group per host worker on the host, despite the kill: a's ran once (its agent the one recorded before), and each was told the design.
+    const hostState = JSON.parse(readFileSync(`${root}/home/state.json`, "utf8")) as { multi_agent_groups: { settings: { placed_by?: { group_id: string; variant: string } }; agent_ids: string[]; members: Record<string, { prompt: string }> }[] };
+    const groups = hostState.multi_agent_groups.filter((g) => g.settings.placed_by?.group_id === `plan-${id}`);
+    expect(groups).toHaveLength(onHost.length);
+    expect(groups.find((g) => g.settings.placed_by!.variant === placed.key)!.agent_ids).toEqual([placed.agent_id]);
+    for (const g of groups) expect(Object.values(g.members)[0]!.prompt).toMatch(/The plan's design:[\s\S]*One file per task/);
+    // The host's worktrees hold nothing unmerged: cleaned without --force; then the plan's worktrees here (the tests after count theirs).
+    for (const t of onHost) {
+      const worktreeId = (taskFile(t).placement as { worktree_id?: string } | undefined)?.worktree_id;
+      if (worktreeId) await sb.ok(["clean", "--worktree", worktreeId]);
+    }
+    const here = Object.entries((await sb.status()).worktrees).filter(([, w]) => (w as { name: string; host?: string }).name.startsWith(`plan-${id}-`) && !(w as { host?: string }).host);
+    expect(here.length).toBeGreaterThan(0);
+    for (const [worktreeId] of here) await sb.ok(["clean", "--worktree", worktreeId, "--force"]);
+  });
+
+  it("pu plan cancel ends a plan's worker on the host: its group there cancelled, its agent gone, the task failed", async () => {
+    const scenario = path.join(os.tmpdir(), `pu-e2e-host-plan-slow-${process.pid}.json`);
+    writeFileSync(scenario, JSON.stringify({ tasks: [{ id: "slow", subject: "take a while", description: "", blockedBy: [], criteria: ["never ends"] }], slowMs: 600_000 }), { mode: 0o644 });
+    onTestFinished(() => rmSync(scenario, { force: true }));
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    writeFileSync(config, readFileSync(config, "utf8").replaceAll(": planbot", ": slowplanbot"));
+    commitAgentType("slowplanbot", `env PLAN_TEST_SCENARIO=${scenario} ${process.execPath} ${PLAN_ROLE}`);
+    await sb.ok(["trust"]);
+    await sb.ok(["trust", "--on", "box"]);
+    const started = await sb.puJson<{ sessionId: string; dir: string }>(["plan", "start", "one slow file", "--auto", "--skip-verify", "--on", "box"]);
+    const placement = await waitFor("the worker to run on the host", async () => {
+      const file = path.join(started.dir, "tasks", "slow.json");
+      const task = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { placement?: { group_id?: string; agent_id?: string; worktree_id?: string } }) : undefined;
+      return task?.placement?.group_id && task.placement.agent_id ? task.placement : undefined;
+    }, 90_000, 100).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${JSON.stringify(await sb.puJson(["plan", "evidence", started.sessionId]))}`);
+    });
+    const worker = await waitFor("the worker's agent to be live there", async () => {
+      const agent = await remoteAgent(placement.agent_id!).catch(() => undefined);
+      return agent?.live && agent.pid ? agent : undefined;
+    }, 30_000, 250);
+    expect(uidOf(worker.pid!)).toBe(host.uid);
+    const cancelled = await sb.puJson<{ phase: string; tasks: { id: string; status: string; host?: string }[] }>(["plan", "cancel", started.sessionId]);
+    expect(cancelled.phase).toBe("CANCELLED");
+    expect(cancelled.tasks.find((t) => t.id === "slow")).toMatchObject({ status: "failed", host: "box" });
+    await waitFor("the worker's agent to end on the host", async () => (isProcessAlive(worker.pid!) ? undefined : true), 30_000, 100);
+    const hostState = JSON.parse(readFileSync(`${root}/home/state.json`, "utf8")) as { multi_agent_groups: { group_id: string; phase: string }[] };
+    expect(hostState.multi_agent_groups.find((g) => g.group_id === placement.group_id)?.phase).toBe("cancelled");
+    await sb.ok(["clean", "--worktree", placement.worktree_id!, "--force"]);
   });
 
   it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", { timeout: 300_000, retry: 1 }, async () => {

@@ -8,6 +8,7 @@ export function writePlanSummary(out: HumanOutput, plan: PlanView): void {
   out.line(`${plan.sessionId}  ${plan.phase}${plan.phase === "EXPLORATION" ? ` (${plan.explorationStage})` : ""}  iteration ${plan.iteration}/${plan.options.max_iterations}  ${approval}`);
   out.line(`  goal: ${plan.goal.split("\n")[0]}`);
   out.line(`  branch ${plan.branch}; files ${plan.dir}`);
+  if (plan.options.on) out.line(`  workers on ${plan.options.on.join(", ")}`);
   const budget = describePlanBudget(plan.options);
   if (plan.usage) out.line(`  cost ${formatCost(plan.usage.costUsd)} (${formatTokens(budgetTokens(plan.usage))} tokens in ${plan.usage.calls} calls)${budget ? `; budget ${budget}` : ""}`);
   else if (budget) out.line(`  budget ${budget}; nothing spent yet`);
@@ -15,7 +16,8 @@ export function writePlanSummary(out: HumanOutput, plan: PlanView): void {
   for (const problem of plan.problems) out.line(`  problem: ${problem}`);
   for (const task of plan.tasks) {
     const blocked = task.blockedBy.length > 0 ? ` ← ${task.blockedBy.join(", ")}` : "";
-    const worker = task.worker ? ` [${task.worker}]` : "";
+    const where = task.host ? ` on ${task.host}` : "";
+    const worker = task.worker || task.host ? ` [${[task.worker, where.trim()].filter(Boolean).join(" ")}]` : "";
     const cost = task.usage ? `  ${formatCost(task.usage.costUsd)}` : "";
     out.line(`  ${task.status.padEnd(11)} ${task.id}: ${task.subject}${blocked}${worker}${cost}`);
   }

@@ -104,7 +104,7 @@ export const GroupSettingsSchema = z.looseObject({
   /** Where members run: `local` (this machine) and hosts' names, spread in turn (absent: here only). */
   hosts: z.array(z.string()).nullish(),
   /** This group runs one member of a group a control plane placed on this host: that group and member. */
-  placed_by: z.object({ group_id: z.string(), variant: z.string() }).nullish(),
+  placed_by: z.object({ group_id: z.string(), variant: z.string(), env: z.record(z.string(), z.string()).nullish() }).nullish(),
 });
 export type GroupSettings = z.infer<typeof GroupSettingsSchema>;
 

@@ -74,6 +74,8 @@ export const SessionOptionsSchema = z.looseObject({
   /** The plan's budget over all its role agents (pu's, beside the seed's fields): spent, no further one starts. */
   max_cost: z.number().positive().nullish(),
   max_tokens: z.number().int().positive().nullish(),
+  /** pu's: where workers run (`local` and hosts' names, `pu plan start --on`); absent: this machine only. */
+  on: z.array(z.string()).nullish(),
 });
 export type SessionOptions = z.infer<typeof SessionOptionsSchema>;
 
@@ -283,6 +285,17 @@ const TaskShape = {
   complexity: ComplexitySchema,
   criteria: z.array(z.string()),
   evidence: z.array(z.string()),
+  /** pu's: the host its worker was placed on, and that worker's group there (absent: this machine). */
+  placement: z
+    .object({
+      host: z.string().min(1),
+      /** Asked again with this key (a restarted daemon), the host answers with the group it made. */
+      key: z.string().min(1),
+      group_id: z.string().nullish(),
+      agent_id: z.string().nullish(),
+      worktree_id: z.string().nullish(),
+    })
+    .nullish(),
 };
 const TASK_KEYS = Object.keys(TaskShape);
 
@@ -305,6 +318,7 @@ export const TaskProposalSchema = z
     complexity: ComplexitySchema.default("standard"),
     criteria: z.array(NonEmpty).min(1, "must list at least one success criterion"),
     evidence: z.array(z.string()).max(0, "must be empty (or left out): pu records evidence from the checks it runs").default([]),
+    placement: z.never({ error: "must be left out: pu places workers" }).optional(),
   });
 export type TaskProposal = z.infer<typeof TaskProposalSchema>;
 

@@ -197,6 +197,20 @@ describe("proposed/<id>.json", () => {
       expect(message).toContain(field);
     }
   });
+
+  it("refuses a placement: where a worker runs is pu's to record (a restarted daemon follows it there)", () => {
+    const text = JSON.stringify({ id: "a", subject: "Do A", criteria: ["A works"], placement: { host: "box", key: "a-1" } });
+    expect(failure(() => parseTaskProposal(text, "proposed/a.json")).message).toContain("placement: must be left out: pu places workers");
+  });
+});
+
+describe("a task placed on a host", () => {
+  it("keeps its placement through a write and a read, and a task without one writes none", () => {
+    const base = { id: "a", subject: "Do A", description: "", status: "in_progress", blockedBy: [], complexity: "standard", criteria: ["A works"], evidence: [] };
+    const placed = parseTask(serializeTask(parseTask(JSON.stringify({ ...base, placement: { host: "box", key: "a-1f", group_id: "g-1", agent_id: "ag-1", worktree_id: "wt-1" } }), "tasks/a.json")), "tasks/a.json");
+    expect(placed.placement).toEqual({ host: "box", key: "a-1f", group_id: "g-1", agent_id: "ag-1", worktree_id: "wt-1" });
+    expect(serializeTask(parseTask(JSON.stringify(base), "tasks/a.json"))).not.toContain("placement");
+  });
 });
 
 describe("what role agents write", () => {

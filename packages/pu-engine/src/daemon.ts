@@ -149,15 +149,22 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Usage: read from the agent CLIs' records; budgets of tickets, steps and groups are counted on their agents.
     const usage = new UsageService(state, log);
     usageService = usage;
-    groups = new GroupService(state, operatorState, slots, usage, new HostMembers(hostService, hostLinks, remote));
+    // Group members and plan workers placed on hosts run there as groups of one, through the same HostMembers.
+    const hostMembers = new HostMembers(hostService, hostLinks, remote);
+    groups = new GroupService(state, operatorState, slots, usage, hostMembers);
     const groupService = groups;
     const workQueue = new QueueService(state, operatorState, slots, groupService, usage);
     queue = workQueue;
     await workQueue.load();
     // Plan workers take the same slots and wait while automatic work is paused.
-    plans = new PlanService(state, slots, usage);
+    plans = new PlanService(state, slots, usage, hostMembers);
     const planService = plans;
     // Each status report carries every agent's figures (and, below, the hosts' agents).
+    // A group's or plan's budget counts its members and workers on hosts, as the hosts report them.
+    usage.setElsewhere(async (root, owner) => {
+      const placed = owner.kind === "group" ? groupService.hostAgents(root, owner.id) : owner.kind === "plan" ? await planService.hostAgents(root, owner.id) : [];
+      return placed.length === 0 ? [] : hostMembers.usageOf(root, placed);
+    });
     usage.setOwnerLookup((root, agentId) => {
       const owner = ownedWorkIn({ queue: workQueue, groups: groupService, plans: planService }, root).agent(agentId);
       return owner ? { kind: owner.kind, id: owner.id } : undefined;

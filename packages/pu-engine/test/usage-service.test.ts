@@ -120,6 +120,29 @@ describe("UsageService", () => {
     expect(view).toBeNull();
   });
 
+  it("a group's budget counts its members on hosts as their hosts report them: under it with this machine's alone, over it with both", async () => {
+    const service = newService();
+    const group = { kind: "group" as const, id: "g-spread" };
+    // This machine's member: 440 tokens (100 in, 300 cache read, 40 cache write) + 20 out = 460.
+    service.limitOwner(root, group, "ag-usage005", { maxTokens: 1000 });
+    started("ag-usage005");
+    appendFileSync(recordFile, answerLine("msg_1", 20));
+    await until("the local member's call read", async () => ((await service.ownerFigures(root, group))?.calls === 1 ? true : undefined));
+    expect(await service.ownerOver(root, group, { maxTokens: 1000 })).toBeUndefined();
+    // Its member on a host reported 600 tokens: 1,060 together, past the group's 1,000.
+    const asked: string[] = [];
+    service.setElsewhere(async (askedRoot, owner) => {
+      asked.push(`${owner.kind}:${owner.id}`);
+      return askedRoot === root && owner.id === "g-spread" ? [{ input: 500, output: 100, cacheRead: 0, cacheWrite: 0, reasoning: 0, calls: 2, costUsd: 0.01 }] : [];
+    });
+    expect(await service.ownerFigures(root, group)).toMatchObject({ input: 600, output: 120, calls: 3 });
+    expect(await service.ownerOver(root, group, { maxTokens: 1000 })).toMatch(/^max 1000 tokens, spent 1060 tokens/);
+    expect(asked).toContain("group:g-spread");
+    // A host's figures without a price make the total's cost unknown, not a smaller number.
+    service.setElsewhere(async () => [{ input: 1, output: 1, cacheRead: 0, cacheWrite: 0, reasoning: 0, calls: 1, costUsd: null }]);
+    expect((await service.ownerFigures(root, group))?.costUsd).toBeNull();
+  });
+
   it("a model without a price makes the cost unknown, not 0", async () => {
     const service = newService();
     started("ag-usage002");

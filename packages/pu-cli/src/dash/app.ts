@@ -224,7 +224,7 @@ class Dashboard {
           for (const plan of plans) {
             const done = plan.tasks.filter((t) => t.status === "resolved").length;
             lines.push(`${plan.sessionId}  ${plan.phase}  ${done}/${plan.tasks.length} tasks  ${plan.goal.split("\n")[0] ?? ""}`);
-            for (const t of plan.tasks) lines.push(`  ${t.status.padEnd(11)} ${t.id}${t.worker ? ` [${t.worker}]` : ""}`);
+            for (const t of plan.tasks) lines.push(`  ${t.status.padEnd(11)} ${t.id}${t.worker ? ` [${t.worker}]` : ""}${t.host ? ` on ${t.host}` : ""}`);
           }
         }
         if (lines.length === 0) lines.push("no plan sessions (pu plan start GOAL)");

@@ -14,5 +14,6 @@ export async function handlePlanStart(services: PlanStartContext, req: RequestOf
     ...(req.auto !== undefined ? { auto: req.auto } : {}),
     ...(req.maxCost !== undefined ? { maxCost: req.maxCost } : {}),
     ...(req.maxTokens !== undefined ? { maxTokens: req.maxTokens } : {}),
+    ...(req.on !== undefined ? { on: req.on } : {}),
   });
 }

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { PuError, isPuError } from "@pu/core/errors";
 import { TERMINAL_GROUP_PHASES, type DiffStat, type GroupKind, type GroupSettings } from "@pu/core/group";
 import { hostMirrorPath } from "@pu/core/hosts-file";
-import type { GroupMemberView, GroupView, WorktreeDiff } from "@pu/ipc/protocol";
+import type { GateRun, GroupMemberView, GroupView, UsageFigures, WorktreeDiff } from "@pu/ipc/protocol";
 import type { HostLinks } from "./host-links.js";
 import type { HostService } from "./host-service.js";
 import { hostTrustError } from "./project-mirror.js";
@@ -23,6 +23,8 @@ const START_TIMEOUT_MS = 120_000;
 /** A start the link lost (no answer, or no link) is asked again after these pauses; the host answers with the group it made, if it made one. */
 const START_RETRY_MS = [2000, 5000, 10_000];
 const LINK_LOST = ["DAEMON_UNAVAILABLE", "TIMEOUT"];
+/** A host's answer on its agents' usage (a budget check waits for it). */
+const USAGE_TIMEOUT_MS = 5000;
 
 export interface HostMemberSpec {
   groupId: string;
@@ -33,10 +35,18 @@ export interface HostMemberSpec {
   prompt: string;
   /** The branch the member starts from, pushed to the host's mirror first. */
   baseBranch: string;
-  settings: GroupSettings;
+  /** PU_ variables for the member's agent and gate there. */
+  env?: Record<string, string>;
+  settings: HostMemberLimits;
 }
 
+/** What a member's group on the host is held to there: its gate and fix turns, time limit and budget. */
+type HostMemberLimits = Pick<GroupSettings, "gate" | "max_retries" | "timeout_minutes" | "max_cost" | "max_tokens">;
+
 export class HostMembers {
+  /** Each placed agent's figures as its host last reported them. */
+  private readonly lastUsage = new Map<string, UsageFigures>();
+
   constructor(
     private readonly hosts: HostService,
     private readonly links: HostLinks,
@@ -88,7 +98,7 @@ export class HostMembers {
           // The group's budget holds each member on its host (the host's daemon enforces it there).
           ...(s.max_cost != null ? { maxCost: s.max_cost } : {}),
           ...(s.max_tokens != null ? { maxTokens: s.max_tokens } : {}),
-          placedMember: { groupId: spec.groupId, variant: spec.variant },
+          placedMember: { groupId: spec.groupId, variant: spec.variant, ...(spec.env ? { env: spec.env } : {}) },
         },
         { timeoutMs: START_TIMEOUT_MS },
       );
@@ -141,6 +151,37 @@ export class HostMembers {
     } catch (error) {
       if (!isPuError(error) || error.code !== "INVALID_STATE") throw error;
     }
+  }
+
+  /** The gate runs the host recorded for the member's agent (command, exit code, duration, output tail). */
+  async gateRuns(projectRoot: string, hostName: string, agentId: string): Promise<GateRun[]> {
+    const host = await this.hosts.get(hostName);
+    const { runs } = await this.links.request(host, "trigger_log", { projectRoot: hostMirrorPath(host, projectRoot), agentId }, { timeoutMs: STATUS_TIMEOUT_MS });
+    return runs;
+  }
+
+  /**
+   * What agents placed on hosts used, each host asked for its own (in parallel); a host that does
+   * not answer in time gives what it said last, so a budget never reads a dropped link as spent-nothing.
+   */
+  async usageOf(projectRoot: string, placed: readonly { host: string; agentId: string }[]): Promise<UsageFigures[]> {
+    const byHost = new Map<string, string[]>();
+    for (const { host, agentId } of placed) byHost.set(host, [...(byHost.get(host) ?? []), agentId]);
+    await Promise.all(
+      [...byHost].map(async ([name, agentIds]) => {
+        try {
+          const host = await this.hosts.get(name);
+          const result = await this.links.request(host, "usage", { projectRoot: hostMirrorPath(host, projectRoot), by: "agent", agentIds }, { timeoutMs: USAGE_TIMEOUT_MS });
+          for (const row of result.rows) this.lastUsage.set(row.key, row);
+        } catch {
+          // the last figures heard stand
+        }
+      }),
+    );
+    return placed.flatMap(({ agentId }) => {
+      const known = this.lastUsage.get(agentId);
+      return known ? [known] : [];
+    });
   }
 
   /** A member's change, computed on the host against the base it started from. */

@@ -124,6 +124,14 @@ export async function readEnvFiles(projectRoot: string): Promise<{ files: { path
 type Placement = Pick<RemoteProject, "host" | "projectRoot" | "baseBranch">;
 
 /**
+ * The branch a host worktree was made from (a plan worker's: the plan's branch), which its work
+ * merges into here; the placement's last base only for a worktree an older host did not record it for.
+ */
+function baseOf(project: Placement, worktree: WorktreeView): string {
+  return worktree.baseBranch ?? project.baseBranch;
+}
+
+/**
  * A host worktree's branch, fetched back, merged into the local base as any local worktree's —
  * refused while the worktree holds uncommitted files there, nothing to merge when the base has it.
  */
@@ -132,30 +140,32 @@ export async function mergeFetchedBack(links: HostLinks, host: HostRecord, proje
   if (dirty.length > 0) {
     throw new PuError("INVALID_STATE", `worktree ${worktree.id} on ${host.name} has uncommitted changes (${dirty.slice(0, 5).join(", ")}); commit them in the worktree first`);
   }
-  const base = { worktreeId: worktree.id, strategy, baseBranch: project.baseBranch };
+  const baseBranch = baseOf(project, worktree);
+  const base = { worktreeId: worktree.id, strategy, baseBranch };
   const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
-  const baseCommit = await revParse(project.projectRoot, `refs/heads/${project.baseBranch}`);
+  const baseCommit = await revParse(project.projectRoot, `refs/heads/${baseBranch}`);
   if (branchCommit && baseCommit && (await isAncestor(project.projectRoot, branchCommit, baseCommit)) && !project.merged.includes(worktree.id)) {
     return { ...base, status: worktree.status, nothingToMerge: true };
   }
-  const outcome = await mergeWorktree({ projectRoot: project.projectRoot, branch: worktree.branch, baseBranch: project.baseBranch, strategy, ...(message ? { message } : {}) });
+  const outcome = await mergeWorktree({ projectRoot: project.projectRoot, branch: worktree.branch, baseBranch, strategy, ...(message ? { message } : {}) });
   return { ...base, status: "merged", commit: outcome.commit };
 }
 
 /** What a host worktree holds that this machine's base lacks (uncommitted files there, commits not merged here); undefined: nothing. */
 export async function workNotHere(links: HostLinks, host: HostRecord, project: Placement, worktree: WorktreeView): Promise<{ reason: string; uncommittedFiles: string[]; unmergedCommits: number } | undefined> {
+  const baseBranch = baseOf(project, worktree);
   const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
   const dirty = await uncommittedOnHost(links, host, worktree.path, project.projectRoot);
-  const unmerged = branchCommit ? Number((await git(project.projectRoot, ["rev-list", "--count", `refs/heads/${project.baseBranch}..${branchCommit}`])).trim()) : 0;
+  const unmerged = branchCommit ? Number((await git(project.projectRoot, ["rev-list", "--count", `refs/heads/${baseBranch}..${branchCommit}`])).trim()) : 0;
   if (dirty.length === 0 && unmerged === 0) return undefined;
-  const what = [dirty.length > 0 ? `${dirty.length} uncommitted file(s)` : "", unmerged > 0 ? `${unmerged} commit(s) ${project.baseBranch} lacks` : ""].filter(Boolean).join(", ");
+  const what = [dirty.length > 0 ? `${dirty.length} uncommitted file(s)` : "", unmerged > 0 ? `${unmerged} commit(s) ${baseBranch} lacks` : ""].filter(Boolean).join(", ");
   return { reason: `on host ${project.host}: ${what} (pu merge ${worktree.id} first, or --force)`, uncommittedFiles: dirty, unmergedCommits: unmerged };
 }
 
 /** The local copy of a removed host worktree's branch goes once nothing on it is lost. */
-export async function dropMergedBranch(project: Placement, branch: string): Promise<void> {
-  const branchCommit = await revParse(project.projectRoot, `refs/heads/${branch}`);
-  if (branchCommit && (await isAncestor(project.projectRoot, branchCommit, `refs/heads/${project.baseBranch}`).catch(() => false))) {
-    await git(project.projectRoot, ["branch", "-D", branch]).catch(() => undefined);
+export async function dropMergedBranch(project: Placement, worktree: WorktreeView): Promise<void> {
+  const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
+  if (branchCommit && (await isAncestor(project.projectRoot, branchCommit, `refs/heads/${baseOf(project, worktree)}`).catch(() => false))) {
+    await git(project.projectRoot, ["branch", "-D", worktree.branch]).catch(() => undefined);
   }
 }

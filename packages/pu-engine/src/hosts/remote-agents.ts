@@ -368,7 +368,7 @@ export class RemoteAgentService {
       }
     }
     const result = await this.links.request(host, "clean", { projectRoot: project.mirror, worktreeId, force: true });
-    await dropMergedBranch(project, worktree.branch);
+    await dropMergedBranch(project, worktree);
     const gone = new Set([worktreeId, ...Object.keys(worktree.agents)]);
     await this.changeProject(project, (found) => {
       found.worktreeIds = found.worktreeIds.filter((id) => !gone.has(id));

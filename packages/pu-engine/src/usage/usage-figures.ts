@@ -37,6 +37,11 @@ export function addTally(totals: Totals, tally: UsageTally, prices: PriceBook, k
   }
 }
 
+/** Adds figures another daemon reported (a host's agent) to `totals`, at the cost it gave. */
+export function addFigures(totals: Totals, figures: Readonly<UsageFigures>): void {
+  accumulate(totals, figures, figures.costUsd);
+}
+
 /** All of one agent's record sources. */
 export function totalsOf(entry: AgentUsage, prices: PriceBook): Totals {
   const totals = emptyTotals();

@@ -20,7 +20,7 @@ import { buildEnv } from "../agents/launch-command.js";
 import { interruptTurn } from "../agents/turn.js";
 import { RecordFinder, type RecordSource, type RecordedAgent } from "./record-sources.js";
 import { UsageStore, type ProjectUsage } from "./usage-store.js";
-import { addTally, describeBudget, describeSpent, emptyTotals, figuresOf, hasFigures, isOver, limitOf, rollUp, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
+import { addFigures, addTally, describeBudget, describeSpent, emptyTotals, figuresOf, hasFigures, isOver, limitOf, rollUp, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
 
 const POLL_MS = 1_000;
 /** Looking for a record not found yet (a directory listing, a query): at most this often per agent. */
@@ -41,6 +41,9 @@ interface TrackedAgent extends RecordedAgent {
 /** Who can tell which ticket, group or plan an agent works for (the orchestrators, wired in daemon.ts). */
 export type OwnerLookup = (root: string, agentId: string) => UsageOwner | undefined;
 
+/** What an owner's agents on hosts used, as their hosts report it (wired in daemon.ts; none without hosts). */
+export type ElsewhereFigures = (root: string, owner: UsageOwner) => Promise<UsageFigures[]>;
+
 export class UsageService {
   private readonly tracked = new Map<string, TrackedAgent>();
   private readonly records = new RecordFinder();
@@ -54,6 +57,7 @@ export class UsageService {
   private polling = false;
   private polls = 0;
   private ownerOf: OwnerLookup = () => undefined;
+  private elsewhere: ElsewhereFigures = async () => [];
   /** Told when a project's daily budget (`budgets.daily` in config) is spent. */
   private dailySpent: (root: string, message: string) => void = () => undefined;
   /** Told when an agent's figures or budget state change (status streams). */
@@ -100,6 +104,11 @@ export class UsageService {
   /** Which ticket, group or plan an agent belongs to (asked while it runs). */
   setOwnerLookup(lookup: OwnerLookup): void {
     this.ownerOf = lookup;
+  }
+
+  /** A group's or plan's budget counts its members and workers on hosts too, from what their hosts report. */
+  setElsewhere(figures: ElsewhereFigures): void {
+    this.elsewhere = figures;
   }
 
   onChange(listener: (root: string) => void): void {
@@ -425,10 +434,17 @@ export class UsageService {
     return figures;
   }
 
-  /** What every agent of one ticket, group or plan used, as recorded while they ran (null: none recorded). */
+  /**
+   * What every agent of one ticket, group or plan used, as recorded while they ran (null: none
+   * recorded): this machine's records, and its agents' on hosts as the hosts last reported them.
+   */
   async ownerFigures(root: string, owner: UsageOwner): Promise<AgentUsageView["usage"]> {
     const totals = (await this.ownerTotals(root, owner, () => "")).get("");
-    return totals ? figuresOf(totals) : null;
+    const far = await this.elsewhere(root, owner).catch(() => []);
+    if (!totals && far.length === 0) return null;
+    const sum = totals ?? emptyTotals();
+    for (const figures of far) addFigures(sum, figures);
+    return figuresOf(sum);
   }
 
   /**

@@ -40,7 +40,14 @@ export const GroupRunRequest = req("group_run", {
    * the member's variant key); `agents` holds the member's one delegator and `prompt` its whole prompt.
    * Asked twice (a plane restarted before the answer), the host answers with the group it made.
    */
-  placedMember: z.object({ groupId: GroupId, variant: VariantKey }).optional(),
+  placedMember: z
+    .object({
+      groupId: GroupId,
+      variant: VariantKey,
+      /** Set in the member's environment and its gate's (a plan worker's PU_PLAN_ROLE and PU_TASK_ID). */
+      env: z.record(z.string().regex(/^PU_[A-Z0-9_]+$/, "a PU_ environment variable name").max(64), z.string().max(4096)).optional(),
+    })
+    .optional(),
 });
 export const GroupListRequest = req("group_list", { projectRoot: ProjectRoot });
 export const GroupStatusRequest = req("group_status", { projectRoot: ProjectRoot, groupId: GroupId });

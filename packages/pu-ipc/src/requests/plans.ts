@@ -2,7 +2,7 @@
 // Each request: its schema and its result (default client timeouts: request-timeouts.ts).
 import type { UsageFigures } from "./usage.js";
 import { z } from "zod";
-import { ProjectRoot, AgentId, Text, req } from "../fields.js";
+import { ProjectRoot, AgentId, Name, Text, req } from "../fields.js";
 
 const SessionId = z.string().min(1).max(64);
 
@@ -17,6 +17,8 @@ export const PlanStartRequest = req("plan_start", {
   /** The plan's budget over all its role agents: spent, no further one starts and running ones are interrupted. */
   maxTokens: z.number().int().positive().optional(),
   maxCost: z.number().positive().max(1_000_000).optional(),
+  /** Where workers run: `local` (this machine) and hosts' names; each worker goes to the place with room holding the fewest. */
+  on: z.array(Name.min(1)).min(1).max(32).optional(),
 });
 export const PlanListRequest = req("plan_list", { projectRoot: ProjectRoot });
 export const PlanStatusRequest = req("plan_status", { projectRoot: ProjectRoot, sessionId: SessionId });
@@ -42,6 +44,8 @@ export interface PlanTaskView {
   blockedBy: string[];
   /** The agent working the task now. */
   worker?: string;
+  /** The host its worker runs (or ran) on; absent: this machine. */
+  host?: string;
   /** Tokens and cost of the task's workers so far (null: none recorded; absent from an older daemon). */
   usage?: UsageFigures | null;
 }
@@ -53,7 +57,7 @@ export interface PlanView {
   explorationStage: string;
   iteration: number;
   approvedAt: string | null;
-  options: { max_workers: number; max_iterations: number; skip_verify: boolean; plan_only: boolean; auto_mode: boolean; max_cost?: number | null; max_tokens?: number | null };
+  options: { max_workers: number; max_iterations: number; skip_verify: boolean; plan_only: boolean; auto_mode: boolean; max_cost?: number | null; max_tokens?: number | null; on?: string[] | null };
   /** `.pu/plans/<id>/`. */
   dir: string;
   /** The integration branch (`pu/plan-<id>`). */

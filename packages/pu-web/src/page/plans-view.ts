@@ -40,7 +40,7 @@ function taskGraph(plan: PlanView): SVGElement {
       svg(
         "g",
         { class: `task task-${task.status}`, "data-task-id": task.id, "data-task-status": task.status, transform: `translate(${x.toFixed(1)},${y.toFixed(1)})` },
-        svg("title", {}, `${task.id}: ${task.subject} (${task.status}${task.worker ? `, ${task.worker}` : ""})`),
+        svg("title", {}, `${task.id}: ${task.subject} (${task.status}${task.worker ? `, ${task.worker}` : ""}${task.host ? ` on ${task.host}` : ""})`),
         svg("rect", { width: NODE_W, height: NODE_H, rx: 6 }),
         svg("text", { x: 8, y: 17 }, cut(`${task.id} · ${task.status}`, 26)),
         svg("text", { x: 8, y: 34, class: "subject" }, cut(task.subject, 26)),

@@ -15,6 +15,7 @@ export default class PlanStartCommand extends PuCommand {
       ["Run everything, at most 2 workers at once", '$0 plan start "port the CLI to clipanion" --auto --max-workers 2'],
       ["Only make the plan", '$0 plan start "split the monolith" --plan-only'],
       ["At most $5 over all its agents", '$0 plan start "add rate limiting to the API" --auto --max-cost 5'],
+      ["Workers spread over this machine and a host", '$0 plan start "add rate limiting to the API" --auto --on local,gpu-box'],
     ],
   });
 
@@ -26,6 +27,7 @@ export default class PlanStartCommand extends PuCommand {
   auto = Option.Boolean("--auto", false, { description: "Approve the plan without asking" });
   maxCost = Option.String("--max-cost", { description: "The plan's budget in US dollars over all its agents: spent, running turns are interrupted, nothing more starts and the plan fails" });
   maxTokens = Option.String("--max-tokens", { description: "The plan's budget in tokens (input + cache + output) over all its agents" });
+  on = Option.String("--on", { description: "Where workers run: local (this machine) and hosts, comma-separated; spread over those with room (explorers, planner and verifier run here)" });
 
   async run(): Promise<number> {
     const projectRoot = this.projectRoot();
@@ -39,6 +41,7 @@ export default class PlanStartCommand extends PuCommand {
       ...optional("maxIterations", wholeNumberOption("--max-iterations", this.maxIterations, 1)),
       ...optional("maxCost", positiveNumberOption("--max-cost", this.maxCost)),
       ...optional("maxTokens", wholeNumberOption("--max-tokens", this.maxTokens, 1)),
+      ...(this.on !== undefined ? { on: this.on.split(",").map((p) => p.trim()) } : {}),
     };
     const plan = await withDaemon((client) => client.request("plan_start", fields));
     return this.report.result(plan, (out) => writePlanSummary(out, plan));

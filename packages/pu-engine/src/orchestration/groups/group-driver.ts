@@ -220,6 +220,7 @@ export class GroupDriver {
         prompt,
         placement: this.placementFor(variant),
         env: {
+          ...this.group.settings.placed_by?.env,
           PU_GROUP_ID: this.id,
           PU_VARIANT_KEY: variant,
           PU_OUTPUT_FILE: memberOutputFile(this.root, this.id, variant),
@@ -338,7 +339,7 @@ export class GroupDriver {
           cwd: live.cwd,
           timeoutSeconds: settings.gate.timeout_seconds,
           signal: this.abort.signal,
-          env: { PU_AGENT_ID: live.agentId, PU_PROJECT_ROOT: this.root, PU_GROUP_ID: this.id, PU_VARIANT_KEY: variant, PU_GATE_ATTEMPT: String(attempt) },
+          env: { ...this.group.settings.placed_by?.env, PU_AGENT_ID: live.agentId, PU_PROJECT_ROOT: this.root, PU_GROUP_ID: this.id, PU_VARIANT_KEY: variant, PU_GATE_ATTEMPT: String(attempt) },
         });
         if (this.shuttingDown || this.stopping.has(variant)) return;
         const record = toGateRun(gate, { agentId: live.agentId, triggerName: `group:${this.id}:${variant}`, seqIndex: 0, expectedExit: settings.gate.expect_exit });

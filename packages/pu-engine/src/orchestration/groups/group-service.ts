@@ -65,7 +65,7 @@ export interface GroupRunSpec {
   /** Where members run: `local` and hosts' names (absent: here only). */
   on?: string[];
   /** On a host: this group is one member of a control plane's group (`delegators` its one, `sharedPrompt` its whole prompt). */
-  placedMember?: { groupId: string; variant: string };
+  placedMember?: { groupId: string; variant: string; env?: Record<string, string> };
 }
 
 export class GroupService {
@@ -82,6 +82,12 @@ export class GroupService {
   ) {}
 
   /** Groups state.json holds that pu can drive (one another tool wrote is listed as unreadable, never touched). */
+  /** The group's members placed on hosts that have an agent there (their usage counts toward the group's budget). */
+  hostAgents(root: string, groupId: string): { host: string; agentId: string }[] {
+    const group = this.records().groups.find((g) => g.project === root && g.group_id === groupId);
+    return Object.values(group?.members ?? {}).flatMap((m) => (m?.host && m.agent_id ? [{ host: m.host, agentId: m.agent_id }] : []));
+  }
+
   private records(): { groups: GroupRecord[]; unreadable: string[] } {
     const groups: GroupRecord[] = [];
     const unreadable: string[] = [];
@@ -163,7 +169,7 @@ export class GroupService {
       ...(spec.maxCost !== undefined ? { max_cost: spec.maxCost } : {}),
       ...(spec.maxTokens !== undefined ? { max_tokens: spec.maxTokens } : {}),
       ...(places ? { hosts: places } : {}),
-      ...(placedBy ? { placed_by: { group_id: placedBy.groupId, variant: placedBy.variant } } : {}),
+      ...(placedBy ? { placed_by: { group_id: placedBy.groupId, variant: placedBy.variant, ...(placedBy.env ? { env: placedBy.env } : {}) } } : {}),
     };
     const group: GroupRecord = {
       group_id: `g-${randomBytes(3).toString("hex")}`,

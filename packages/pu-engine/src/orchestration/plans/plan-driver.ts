@@ -11,6 +11,7 @@ import {
   type Task,
 } from "@pu/core/plan-files";
 import { VERIFY_TASK_ID, planBranch } from "@pu/core/plan-layout";
+import { LOCAL_PLACE } from "@pu/core/hosts-file";
 import { applyVerdict, executionState, pickTasksToStart, stuckReason, taskGraphErrors } from "@pu/core/task-graph";
 import type { LaunchedAgent } from "../../agents/launcher.js";
 import { markFinished } from "../../agents/stop.js";
@@ -21,9 +22,10 @@ import { runGate } from "../../gates/gates.js";
 import { readPlan } from "./plan-store.js";
 import { roleAgentName, rolePrompt, stopRoleAgents, turnSucceeded } from "./role-agent.js";
 import { worktreesDir } from "@pu/core/paths";
-import { tail, logEntry, planLimit, Stopped, PlanPhases, type RunningWorker } from "./plan-phases.js";
+import { tail, logEntry, planLimit, Stopped, type RunningWorker } from "./plan-phases.js";
+import { PlanHostWorkers, workerPlaces } from "./plan-host-workers.js";
 
-export class PlanDriver extends PlanPhases {
+export class PlanDriver extends PlanHostWorkers {
   // ---- execution ----------------------------------------------------------------
 
   protected async execute(): Promise<"done" | "stuck"> {
@@ -36,10 +38,12 @@ export class PlanDriver extends PlanPhases {
       return "stuck";
     }
     // Tasks a dead daemon left in progress: a new worker in the task's worktree, re-prompted.
+    // One on a host is followed there again (asked with its placement's key, the host answers with the worker it runs).
     for (const task of (await readPlan(this.layout)).tasks) {
-      if (task.status === "in_progress" && task.id !== VERIFY_TASK_ID && !this.workers.has(task.id)) {
-        const release = slots.take(this.root);
-        inFlight.set(task.id, this.runWorker(task).finally(release));
+      if (task.status === "in_progress" && task.id !== VERIFY_TASK_ID && !this.workers.has(task.id) && !this.hostWorkers.has(task.id)) {
+        const host = task.placement?.host;
+        const release = host ? slots.takeAt(this.root, this.placedGroupId, host) : slots.take(this.root);
+        inFlight.set(task.id, (host ? this.runHostWorker(task.id) : this.runWorker(task)).finally(release));
       }
     }
     for (;;) {
@@ -57,16 +61,20 @@ export class PlanDriver extends PlanPhases {
         await this.finish("FAILED", `the plan's budget is spent (${spent}): no further worker starts; its worktrees and ${planBranch(this.layout.sessionId)} keep what was done`);
         return "stuck";
       }
-      const free = spent !== undefined || slots.paused() ? 0 : await slots.free(this.root);
-      const picks = pickTasksToStart(tasks, { maxWorkers: session.options.max_workers, freeSlots: free }).filter((t) => !inFlight.has(t.id));
+      const places = workerPlaces(session);
+      if (places) {
+        // Spread over places: each ready task waits in the ledger's line for a place with room
+        // (`max_workers` counts the waiting as well as the running).
+        const ready = pickTasksToStart(tasks, { maxWorkers: 0, freeSlots: spent !== undefined ? 0 : Number.POSITIVE_INFINITY }).filter((t) => !inFlight.has(t.id));
+        const room = session.options.max_workers === 0 ? ready.length : Math.max(0, session.options.max_workers - inFlight.size);
+        for (const task of ready.slice(0, room)) inFlight.set(task.id, this.placeWorker(task, places));
+      }
+      const free = places || spent !== undefined || slots.paused() ? 0 : await slots.free(this.root);
+      const picks = places ? [] : pickTasksToStart(tasks, { maxWorkers: session.options.max_workers, freeSlots: free }).filter((t) => !inFlight.has(t.id));
       for (const task of picks) {
         // The worker counts against the queue's caps from now until its task settles.
         const release = slots.take(this.root);
-        await this.update((files) => {
-          const t = files.tasks.find((x) => x.id === task.id);
-          if (t) t.status = "in_progress";
-          files.session.evidence_log.push(logEntry("task_started", { task_id: task.id, status: "in_progress", summary: `worker started on ${task.id}` }));
-        });
+        await this.markStarted(task.id, LOCAL_PLACE);
         inFlight.set(task.id, this.runWorker(task).finally(release));
       }
       if (inFlight.size === 0) {
@@ -86,6 +94,33 @@ export class PlanDriver extends PlanPhases {
       }
       const settled = await Promise.race([...inFlight].map(([id, p]) => p.then(() => id, () => id)));
       inFlight.delete(settled);
+    }
+  }
+
+  /**
+   * A task of a session spread over places: waits in line for a slot at one of them (the place
+   * with room holding the fewest of this plan's workers), then its worker runs there.
+   */
+  protected async placeWorker(task: Task, places: string[]): Promise<void> {
+    const request = this.slots.requestPlace(this.root, this.placedGroupId, places);
+    const granted = await new Promise<{ release: () => void; place: string } | undefined>((resolve) => {
+      const onHalt = () => {
+        request.cancel();
+        resolve(undefined);
+      };
+      if (this.halt.signal.aborted) return onHalt();
+      this.halt.signal.addEventListener("abort", onHalt, { once: true });
+      void request.granted.then((g) => {
+        this.halt.signal.removeEventListener("abort", onHalt);
+        resolve(g);
+      });
+    });
+    if (!granted) return;
+    try {
+      await this.markStarted(task.id, granted.place);
+      await (granted.place === LOCAL_PLACE ? this.runWorker(task) : this.runHostWorker(task.id));
+    } finally {
+      granted.release();
     }
   }
 
@@ -175,22 +210,6 @@ export class PlanDriver extends PlanPhases {
       throw error;
     }
     return [];
-  }
-
-  protected async resolveTask(taskId: string, summary: string): Promise<void> {
-    await this.update((files) => {
-      const t = files.tasks.find((x) => x.id === taskId);
-      if (t) t.status = "resolved";
-      files.session.evidence_log.push(logEntry("task_resolved", { task_id: taskId, status: "resolved", summary }));
-    });
-  }
-
-  protected async failTask(taskId: string, reason: string): Promise<void> {
-    await this.update((files) => {
-      const t = files.tasks.find((x) => x.id === taskId);
-      if (t) t.status = "failed";
-      files.session.evidence_log.push(logEntry("task_failed", { task_id: taskId, status: "failed", summary: reason.slice(0, 2000) }));
-    });
   }
 
   /** Runs a command in a worker's worktree and records it as the task's evidence (a failure too). */

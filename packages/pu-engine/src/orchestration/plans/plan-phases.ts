@@ -23,6 +23,7 @@ import type { LaunchedAgent, LaunchPlacement } from "../../agents/launcher.js";
 import type { TurnResult } from "../../agents/turn.js";
 import type { EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
+import type { HostMembers } from "../../hosts/host-members.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import { readPlan, updatePlan, type PlanFiles } from "./plan-store.js";
 import { nextTurn, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded, type RoleAgent } from "./role-agent.js";
@@ -34,6 +35,14 @@ export interface RunningWorker {
   launched: LaunchedAgent;
   /** Set by a failed `pu plan check` during the current attempt. */
   failedChecks: string[];
+}
+
+/** A worker the driver placed on a host: its ids there once the host names them. */
+export interface HostWorker {
+  taskId: string;
+  host: string;
+  agentId: string | null;
+  worktreeId: string | null;
 }
 
 const MAX_OUTPUT_IN_FEEDBACK = 1500;
@@ -75,7 +84,10 @@ export function planLimit(options: Session["options"]): PlanLimit | undefined {
 
 export abstract class PlanPhases {
   protected readonly workers = new Map<string, RunningWorker>();
+  protected readonly hostWorkers = new Map<string, HostWorker>();
   protected readonly roleAgents = new Set<string>();
+  /** Aborted by stop(): waits for a slot and for a host's answer end. */
+  protected readonly halt = new AbortController();
   protected running: Promise<void> | undefined;
   protected wake: (() => void) | undefined;
   stopped = false;
@@ -86,6 +98,8 @@ export abstract class PlanPhases {
     protected readonly state: EngineState,
     readonly root: string,
     readonly layout: PlanLayout,
+    /** Workers placed on hosts (`pu plan start --on`) run there through this; absent: this machine only. */
+    protected readonly hostMembers?: HostMembers,
   ) {}
 
   /** Starts (or nudges) the loop; one loop per session at a time. */
@@ -122,6 +136,10 @@ export abstract class PlanPhases {
     return this.workers.get(taskId);
   }
 
+  hostWorkerFor(taskId: string): HostWorker | undefined {
+    return this.hostWorkers.get(taskId);
+  }
+
   workerOf(agentId: string): RunningWorker | undefined {
     for (const worker of this.workers.values()) if (worker.launched.agentId === agentId) return worker;
     return undefined;
@@ -130,17 +148,19 @@ export abstract class PlanPhases {
   /** The agents (and workers' worktrees) this driver runs now; a role agent's worktree is found from the agent. */
   ownedWork(): WorkOwner {
     const workers = [...this.workers.values()];
+    const onHosts = [...this.hostWorkers.values()];
     return {
       kind: "plan",
       id: this.layout.sessionId,
       // Role agents stay listed after they were stopped (finish stops them, the set is not cleared): only running ones count.
-      agentIds: [...[...this.roleAgents].filter((id) => this.state.isRunning(id)), ...workers.map((w) => w.launched.agentId)],
-      worktreeIds: workers.map((w) => w.launched.worktreeId).filter((id): id is string => id !== undefined),
+      agentIds: [...[...this.roleAgents].filter((id) => this.state.isRunning(id)), ...workers.map((w) => w.launched.agentId), ...onHosts.flatMap((w) => (w.agentId ? [w.agentId] : []))],
+      worktreeIds: [...workers.map((w) => w.launched.worktreeId), ...onHosts.map((w) => w.worktreeId ?? undefined)].filter((id): id is string => id !== undefined),
     };
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.halt.abort();
     this.wake?.();
     await stopRoleAgents(this.state, [...this.roleAgents, ...[...this.workers.values()].map((w) => w.launched.agentId)]);
   }

@@ -24,6 +24,9 @@ import {
 } from "@pu/core/plan-files";
 import { newPlanSessionId, planBranch } from "@pu/core/plan-layout";
 import { taskGraphErrors } from "@pu/core/task-graph";
+import { LOCAL_PLACE } from "@pu/core/hosts-file";
+import { parsePlaces } from "@pu/core/placement";
+import type { HostMembers } from "../../hosts/host-members.js";
 import { requireAgentProgram } from "../../agents/launcher.js";
 import { currentBranch, git, gitOrFail } from "../../git/runner.js";
 import type { EngineState } from "../../state.js";
@@ -45,6 +48,8 @@ export interface PlanStartOptions {
   auto?: boolean;
   maxCost?: number;
   maxTokens?: number;
+  /** Where workers run: `local` and hosts' names (explorers, planner and verifier run here). */
+  on?: string[];
 }
 /** A design longer than this is cut in replies (a reply frame stays small). */
 const MAX_DESIGN_CHARS = 200_000;
@@ -80,13 +85,15 @@ export class PlanService {
     private readonly state: EngineState,
     readonly slots: LaunchSlots,
     private readonly budgets: PlanBudgets,
+    /** Workers placed on hosts run there through this; absent: plans run on this machine only. */
+    private readonly hostMembers?: HostMembers,
   ) {}
 
   private driver(root: string, sessionId: string): PlanDriver {
     const key = `${root}\0${sessionId}`;
     let driver = this.drivers.get(key);
     if (!driver) {
-      driver = new PlanDriver(this.slots, this.budgets, this.state, root, layoutOf(root, sessionId));
+      driver = new PlanDriver(this.slots, this.budgets, this.state, root, layoutOf(root, sessionId), this.hostMembers);
       this.drivers.set(key, driver);
     }
     return driver;
@@ -106,6 +113,11 @@ export class PlanService {
     await this.state.trust.require(root, [planSettingsTrustItem(root, config.plan), ...(await planTemplateTrustItems(this.state, root))]);
     // Every role's program, before the session exists: not an EXPLORATION that fails a moment later.
     for (const type of new Set(PLAN_ROLES.map((role) => config.plan.agents[role] ?? config.defaultAgent))) requireAgentProgram(config, type, root);
+    const places = options.on === undefined ? undefined : parsePlaces(options.on, "--on");
+    for (const host of (places ?? []).filter((place) => place !== LOCAL_PLACE)) {
+      if (!this.hostMembers) throw new PuError("INVALID_STATE", `this daemon places no workers on hosts (--on ${host})`);
+      await this.hostMembers.requireHost(host);
+    }
     const sessionId = newPlanSessionId();
     const layout = layoutOf(root, sessionId);
     const session = newSession({
@@ -119,6 +131,7 @@ export class PlanService {
         auto_mode: options.auto ?? false,
         ...(options.maxCost !== undefined ? { max_cost: options.maxCost } : {}),
         ...(options.maxTokens !== undefined ? { max_tokens: options.maxTokens } : {}),
+        ...(places !== undefined ? { on: places } : {}),
       },
     });
     // The integration branch starts at the project's HEAD now.
@@ -155,8 +168,9 @@ export class PlanService {
       failure: session.phase === "FAILED" ? (session.evidence_log.findLast((e) => e.type === "phase" && e.status === "FAILED")?.summary ?? null) : null,
       problems: taskGraphErrors(tasks),
       tasks: tasks.map((t) => {
-        const worker = driver?.workerFor(t.id);
-        return { id: t.id, subject: t.subject, status: t.status, blockedBy: t.blockedBy, ...(worker ? { worker: worker.launched.agentId } : {}) };
+        const agentId = driver?.workerFor(t.id)?.launched.agentId ?? driver?.hostWorkerFor(t.id)?.agentId ?? undefined;
+        const host = t.placement?.host;
+        return { id: t.id, subject: t.subject, status: t.status, blockedBy: t.blockedBy, ...(agentId ? { worker: agentId } : {}), ...(host ? { host } : {}) };
       }),
     };
   }
@@ -239,6 +253,7 @@ export class PlanService {
         .flatMap((w) => Object.values(w.agents)),
     ].map((a) => a.id);
     await stopRoleAgents(this.state, named);
+    await this.cancelHostWorkers(root, sessionId);
     await updatePlan(layout, (files) => {
       // A task whose worker was just stopped is not in progress any more: failed is the seed's word for "could not complete".
       for (const task of files.tasks) {
@@ -257,6 +272,22 @@ export class PlanService {
   async evidence(root: string, sessionId: string): Promise<{ sessionId: string; evidenceLog: EvidenceLogEntry[]; tasks: { id: string; evidence: string[] }[] }> {
     const { session, tasks } = await readPlan(layoutOf(root, sessionId));
     return { sessionId, evidenceLog: session.evidence_log, tasks: tasks.map((t) => ({ id: t.id, evidence: t.evidence })) };
+  }
+
+  /** The session's workers placed on hosts that have an agent there (their usage counts toward the plan's budget). */
+  async hostAgents(root: string, sessionId: string): Promise<{ host: string; agentId: string }[]> {
+    const { tasks } = await readPlan(layoutOf(root, sessionId));
+    return tasks.flatMap((t) => (t.placement?.agent_id ? [{ host: t.placement.host, agentId: t.placement.agent_id }] : []));
+  }
+
+  /** Workers of a cancelled session that run on hosts: their groups there cancelled (a host that does not answer is logged). */
+  private async cancelHostWorkers(root: string, sessionId: string): Promise<void> {
+    const { tasks } = await readPlan(layoutOf(root, sessionId));
+    for (const task of tasks) {
+      const placement = task.placement;
+      if (task.status !== "in_progress" || !placement?.group_id || !this.hostMembers) continue;
+      await this.hostMembers.cancel(root, placement.host, placement.group_id).catch((error: unknown) => this.state.log.event("plan_host_cancel_failed", { projectRoot: root, sessionId, taskId: task.id, host: placement.host, error }));
+    }
   }
 
   /** `pu plan check CMD` from a worker: run in its worktree, recorded as its task's evidence. */
