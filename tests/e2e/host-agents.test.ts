@@ -615,6 +615,69 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     for (const id of [...members, ...(ticketWorktree ? [ticketWorktree] : [])]) await sb.ok(["clean", "--worktree", id, "--force"]);
   });
 
+  it("a project with queue.hosts: [box] runs its ticket there step by step (gate, artifact, the ticket's worktree), follows it across a SIGKILL of the control plane, and merges its branch here", async () => {
+    const scenario = path.join(os.tmpdir(), `pu-e2e-host-ticket-${process.pid}.json`);
+    writeFileSync(scenario, JSON.stringify({ default: { slowMs: 2500 } }), { mode: 0o644 });
+    onTestFinished(() => rmSync(scenario, { force: true }));
+    commitAgentType("ticketmember", `env GROUP_TEST_SCENARIO=${scenario} ${process.execPath} ${GROUP_MEMBER}`);
+    await sb.ok(["trust", "--on", "box"]);
+    mkdirSync(path.join(sb.root, ".pu", "workflows"), { recursive: true });
+    writeFileSync(
+      path.join(sb.root, ".pu", "workflows", "HOSTED.yaml"),
+      'finish: merge\nsteps:\n  - name: build\n    agent: ticketmember\n    prompt: "build {{TITLE}}"\n    gate: { run: "test -f ok.txt" }\n  - name: check\n    agent: ticketmember\n    prompt: "check {{TITLE}}"\n    artifact: ok.txt\n',
+    );
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    const before = readFileSync(config, "utf8");
+    // The config is committed (the merge at the end wants a clean checkout here), and so is its restoring.
+    const commitConfig = (text: string, message: string) => {
+      writeFileSync(config, text);
+      sb.git(["add", "-f", ".pu/config.yaml"]);
+      sb.git(["commit", "-q", "-m", message]);
+    };
+    onTestFinished(() => commitConfig(before, "queue.hosts off again"));
+    writeFileSync(config, `queue:\n  hosts: [box, nosuch]\n${before}`);
+    await sb.ok(["trust"]);
+    // A place that is no host is said in pu queue (its tickets would never start there).
+    expect((await sb.puJson<{ problems: { message: string }[] }>(["queue"])).problems.map((p) => p.message)).toContain("queue.hosts: no host named nosuch (pu host list; local is this machine)");
+    commitConfig(`queue:\n  hosts: [box]\n${before}`, "tickets run on box");
+    await sb.ok(["trust"]);
+
+    const created = (await sb.puJson<{ ticket: { id: string } }>(["ticket", "create", "the hosted ticket", "--type", "HOSTED"])).ticket;
+    type StateJson = { agents: { ticket_id: string; host?: string; session_name?: string | null; host_step?: { step: string; key: string; group_id?: string | null } | null }[] };
+    const inFlight = () => (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as StateJson).agents.find((a) => a.ticket_id === created.id);
+    // Killed while its first step's agent works on the host.
+    const first = await waitFor("the ticket's first step to run on the host", async () => {
+      const a = inFlight();
+      return a?.host_step?.group_id && a.session_name ? a : undefined;
+    }, 60_000, 100);
+    expect(first).toMatchObject({ host: "box", host_step: { step: "build" } });
+    expect(await sb.ok(["queue"])).toMatch(new RegExp(`${created.id}\\s+build\\s+\\S+\\s+${first.session_name}\\s+box`));
+    await sb.sigkillDaemon();
+
+    const done = await waitFor("the ticket to be done", async () => {
+      const shown = await sb.puJson<{ ticket: { state: string; history?: { event: string; note?: string }[] } }>(["ticket", "show", created.id]);
+      return shown.ticket.state === "done" ? shown : undefined;
+    }, 120_000, 250);
+    const events = done.ticket.history?.map((h) => `${h.event}${h.note ? `: ${h.note}` : ""}`) ?? [];
+    expect(events[0]).toBe("dispatched: on host box");
+    expect(events).toContain("step done: on host box");
+    expect(events.at(-1)).toBe("done: merged into main (from host box)");
+    // The host ran one group per step (none twice across the kill); the second in the worktree the first made.
+    const hostState = JSON.parse(readFileSync(`${root}/home/state.json`, "utf8")) as { multi_agent_groups: { settings: { placed_by?: { group_id: string; variant: string }; shared_worktree?: string | null }; members: Record<string, { worktree_id?: string; prompt: string }> }[] };
+    const steps = hostState.multi_agent_groups.filter((g) => g.settings.placed_by?.group_id === `ticket-${created.id}`);
+    expect(steps.map((g) => g.settings.placed_by!.variant.replace(/-[0-9a-f]{8}$/, ""))).toEqual([`${created.id}-build`, `${created.id}-check`]);
+    const worktreeId = Object.values(steps[0]!.members)[0]!.worktree_id!;
+    expect(steps[1]!.settings.shared_worktree).toBe(worktreeId);
+    expect(Object.values(steps[1]!.members)[0]!.prompt).toBe("check the hosted ticket");
+    // Both steps' work came back as commits and is merged into main here; the step's output came back too.
+    const files = execFileSync("git", ["ls-tree", "--name-only", "main"], { cwd: sb.root, encoding: "utf8" }).split("\n");
+    expect(files).toContain("ok.txt");
+    expect(files.filter((f) => /-build-[0-9a-f]{8}\.txt$/.test(f) || /-check-[0-9a-f]{8}\.txt$/.test(f))).toHaveLength(2);
+    expect(readFileSync(path.join(sb.root, ".pu", "tickets", "output", `${created.id}.md`), "utf8")).toMatch(/^output of .*-check-[0-9a-f]{8} \(turn 1\): check the hosted ticket/);
+    // Nothing unmerged is left on the host: its worktree goes without --force.
+    await sb.ok(["clean", "--worktree", worktreeId]);
+  });
+
   it("a plan's workers spread over the host and this machine (--on box,local): the host's run there, their gate runs recorded as evidence here, their work merged into the plan's branch; a control plane SIGKILLed meanwhile follows them again", async () => {
     // Every role is the scripted planbot (its scenario in a file the host's user can read); the worker's
     // agent type and the task gate are in the committed config, so the host's mirror has them too.

@@ -113,6 +113,8 @@ const RawConfigSchema = z.looseObject({
       maxParallel: z.number().int().min(1).optional(),
       maxPerProject: z.number().int().min(1).optional(),
       hungAfterMinutes: z.number().positive().optional(),
+      /** Where this project's tickets run: `local` (this machine) and hosts' names (`pu host add`); default here only. */
+      hosts: z.array(z.string().min(1)).min(1).max(32).optional(),
     })
     .optional(),
   /** Per-model price overrides (or prices for models the built-in table lacks). */
@@ -137,7 +139,7 @@ export const ConfigSchema = z.object({
   outputBufferBytes: z.number().int().positive(),
   defaultTrigger: z.string().optional(),
   plan: PlanConfigSchema,
-  queue: z.object({ maxParallel: z.number().optional(), maxPerProject: z.number().optional(), hungAfterMinutes: z.number().optional() }).optional(),
+  queue: z.object({ maxParallel: z.number().optional(), maxPerProject: z.number().optional(), hungAfterMinutes: z.number().optional(), hosts: z.array(z.string()).optional() }).optional(),
   prices: z.record(z.string(), ModelPriceSchema),
   budgets: z.object({ daily: BudgetLimitSchema.optional() }).optional(),
 });
@@ -166,6 +168,7 @@ outputBufferBytes: ${DEFAULT_OUTPUT_BUFFER_BYTES}
 #   maxParallel: 3        # across projects (read from $PU_HOME/config.yaml); default cores - 1
 #   maxPerProject: 2
 #   hungAfterMinutes: 30  # a busy agent whose screen has not changed this long is reported
+#   hosts: [local, gpu-box]  # where this project's tickets run (pu host add); default: here only
 
 # Custom agent types, or tweaks to the built-in ones.
 # agents:

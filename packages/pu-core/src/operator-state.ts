@@ -37,6 +37,10 @@ export const AgentStateSchema = z.looseObject({
   review_state: nullable(z.string()),
   dev_server_pid: nullable(z.number().int()),
   worktree_path: nullable(z.string()),
+  /** pu's: the host the ticket runs on (`queue.hosts`); absent: this machine. */
+  host: nullable(z.string()),
+  /** pu's: the current step's group of one on that host, keyed so a restarted daemon finds it again. */
+  host_step: nullable(z.object({ step: z.string(), key: z.string(), group_id: nullable(z.string()) })),
 });
 export type AgentState = z.infer<typeof AgentStateSchema>;
 

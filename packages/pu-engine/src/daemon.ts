@@ -153,7 +153,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const hostMembers = new HostMembers(hostService, hostLinks, remote);
     groups = new GroupService(state, operatorState, slots, usage, hostMembers);
     const groupService = groups;
-    const workQueue = new QueueService(state, operatorState, slots, groupService, usage);
+    const workQueue = new QueueService(state, operatorState, slots, groupService, usage, hostMembers);
     queue = workQueue;
     await workQueue.load();
     // Plan workers take the same slots and wait while automatic work is paused.

@@ -119,6 +119,33 @@ describe("SlotLedger", () => {
     expect(placed).toEqual(["local", "one", "local", "one", "local"]);
   });
 
+  it("places tickets over the project's queue.hosts: the place with room running the fewest of them; a ticket on a host counts there, not here", async () => {
+    writeFileSync(path.join(root, ".pu", "config.yaml"), "queue:\n  hosts: [local, one]\n");
+    const places: string[] = [];
+    const fill = () =>
+      ledger.fill(async (placeFor) => {
+        const place = await placeFor(root);
+        if (place === undefined) return undefined;
+        return {
+          serve: async () => {
+            places.push(place);
+            store.state.agents.push({ project: root, ticket_id: `TASK-000${places.length}`, ...(place === "local" ? {} : { host: place }) } as AgentState);
+          },
+        };
+      }, () => false);
+    await fill();
+    // Two slots here (maxParallel), one on "one": here first (a tie goes to the first listed), then the host, then here again.
+    expect(places).toEqual(["local", "one", "local"]);
+    expect(ledger.used()).toBe(2);
+    expect(ledger.usedOn("one")).toBe(1);
+    expect(await ledger.placeKnown("one")).toBe(true);
+    expect(await ledger.placeKnown("nohost")).toBe(false);
+    // The host's ticket ends: the next goes there, as this machine is still full.
+    store.state.agents.splice(1, 1);
+    await fill();
+    expect(places).toEqual(["local", "one", "local", "one"]);
+  });
+
   it("a host without a cap always has room, and a paused ledger places nothing anywhere", async () => {
     const placed: string[] = [];
     for (let i = 0; i < 4; i++) void ledger.requestPlace(root, "group:g3", ["open"]).granted.then(({ place }) => void placed.push(place));

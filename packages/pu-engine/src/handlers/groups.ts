@@ -22,7 +22,9 @@ export async function handleGroupRun(services: GroupsContext, req: RequestOf<"gr
     ...(req.maxRetries !== undefined ? { maxRetries: req.maxRetries } : {}),
     ...(req.timeoutMinutes !== undefined ? { timeoutMinutes: req.timeoutMinutes } : {}),
     ...(req.judge !== undefined ? { judge: req.judge } : {}),
-    ...(req.base !== undefined ? { base: req.base } : {}),
+    // A member placed in an existing worktree (a ticket's later step on this host) shares it.
+    ...(req.base !== undefined && req.placedMember?.worktree === undefined ? { base: req.base } : {}),
+    ...(req.placedMember?.worktree !== undefined ? { sharedWorktree: req.placedMember.worktree } : {}),
     ...(req.maxCost !== undefined ? { maxCost: req.maxCost } : {}),
     ...(req.maxTokens !== undefined ? { maxTokens: req.maxTokens } : {}),
     ...(req.on !== undefined ? { on: req.on } : {}),

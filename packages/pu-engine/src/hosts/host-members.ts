@@ -37,6 +37,8 @@ export interface HostMemberSpec {
   baseBranch: string;
   /** PU_ variables for the member's agent and gate there. */
   env?: Record<string, string>;
+  /** A worktree of the host's to run in (a ticket's, made by its first step); absent: a new one from `baseBranch`. */
+  worktree?: string;
   settings: HostMemberLimits;
 }
 
@@ -98,7 +100,7 @@ export class HostMembers {
           // The group's budget holds each member on its host (the host's daemon enforces it there).
           ...(s.max_cost != null ? { maxCost: s.max_cost } : {}),
           ...(s.max_tokens != null ? { maxTokens: s.max_tokens } : {}),
-          placedMember: { groupId: spec.groupId, variant: spec.variant, ...(spec.env ? { env: spec.env } : {}) },
+          placedMember: { groupId: spec.groupId, variant: spec.variant, ...(spec.env ? { env: spec.env } : {}), ...(spec.worktree ? { worktree: spec.worktree } : {}) },
         },
         { timeoutMs: START_TIMEOUT_MS },
       );

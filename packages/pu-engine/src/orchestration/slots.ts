@@ -138,9 +138,9 @@ export class SlotLedger implements LaunchSlots {
     return total;
   }
 
-  /** Slots in use (in one project, or in all): tickets' agents and taken slots. */
+  /** Slots in use here (in one project, or in all): tickets' agents and taken slots (a ticket on a host counts there). */
   used(root?: string): number {
-    const tickets = this.store.state.agents.filter((a) => (root === undefined || a.project === root) && !this.lent.has(lentKey(a.project, a.ticket_id)));
+    const tickets = this.store.state.agents.filter((a) => !a.host && (root === undefined || a.project === root) && !this.lent.has(lentKey(a.project, a.ticket_id)));
     return tickets.length + this.borrowedIn(root);
   }
 
@@ -197,9 +197,14 @@ export class SlotLedger implements LaunchSlots {
     };
   }
 
-  /** Slots taken on a host now. */
+  /** Whether a place can ever have room: this machine, or a host this daemon knows. */
+  async placeKnown(place: string): Promise<boolean> {
+    return place === LOCAL_PLACE || (await this.hostCap(place).catch(() => undefined)) !== undefined;
+  }
+
+  /** Slots taken on a host now: launches placed there and tickets running there. */
   usedOn(host: string): number {
-    return this.onHost.get(host) ?? 0;
+    return (this.onHost.get(host) ?? 0) + this.store.state.agents.filter((a) => a.host === host).length;
   }
 
   onChange(listener: (reason: string) => void): () => void {
@@ -238,10 +243,11 @@ export class SlotLedger implements LaunchSlots {
 
   /**
    * Fills free slots from the lines that wait for one: the ticket queue (`nextTicket`: its
-   * first ticket that fits) and each owner's requests (in request order). The line served
-   * longest ago goes next, so every release drains groups' and tickets' launches in turn.
+   * first ticket with a place to run — `placeFor` names it, from the project's `queue.hosts`) and
+   * each owner's requests (in request order). The line served longest ago goes next, so every
+   * release drains groups' and tickets' launches in turn.
    */
-  async fill(nextTicket: (fits: (root: string) => Promise<boolean>, settingsFor: SettingsFor) => Promise<TicketHead | undefined>, blocked: () => boolean): Promise<void> {
+  async fill(nextTicket: (placeFor: (root: string) => Promise<string | undefined>, settingsFor: SettingsFor) => Promise<TicketHead | undefined>, blocked: () => boolean): Promise<void> {
     const limit = await this.maxParallel().catch(() => undefined);
     if (limit === undefined) return;
     const settingsOf = new Map<string, Promise<ProjectQueueSettings | undefined>>();
@@ -260,11 +266,23 @@ export class SlotLedger implements LaunchSlots {
       if (!cap) caps.set(host, (cap = this.hostCap(host).catch(() => undefined)));
       return cap;
     };
+    // A ticket's place: of its project's places (`queue.hosts`, default here) with room, the one running the fewest of the project's tickets.
+    const placeFor = async (root: string, roomHere: boolean) => {
+      const settings = await settingsFor(root);
+      if (!settings) return undefined;
+      const places = settings.config.queue?.hosts ?? [LOCAL_PLACE];
+      const room = new Set<string>();
+      for (const place of places) {
+        if (place === LOCAL_PLACE ? roomHere && (await fits(root)) : await this.hostHasRoom(place, capOf)) room.add(place);
+      }
+      const running = (place: string) => this.store.state.agents.filter((a) => a.project === root && (a.host ?? LOCAL_PLACE) === place).length;
+      return choosePlace(places, (p) => room.has(p), running);
+    };
     for (;;) {
       if (blocked()) return;
       const roomHere = this.used() < limit;
       const heads: { stream: string; since: number; serve: () => Promise<void> }[] = [];
-      const ticket = roomHere ? await nextTicket(fits, settingsFor) : undefined;
+      const ticket = await nextTicket((root) => placeFor(root, roomHere), settingsFor);
       if (ticket) heads.push({ stream: "tickets", since: 0, serve: ticket.serve });
       const owners = new Set<string>();
       for (const request of this.requests) {

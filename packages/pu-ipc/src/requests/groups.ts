@@ -46,6 +46,8 @@ export const GroupRunRequest = req("group_run", {
       variant: VariantKey,
       /** Set in the member's environment and its gate's (a plan worker's PU_PLAN_ROLE and PU_TASK_ID). */
       env: z.record(z.string().regex(/^PU_[A-Z0-9_]+$/, "a PU_ environment variable name").max(64), z.string().max(4096)).optional(),
+      /** Run in this worktree of the host (a ticket's, made by its first step) instead of a new one. */
+      worktree: z.string().min(1).max(64).optional(),
     })
     .optional(),
 });

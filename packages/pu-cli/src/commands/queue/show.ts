@@ -28,8 +28,10 @@ export default class QueueShowCommand extends PuCommand {
         for (const warning of result.warnings) out.line(`warning: ${warning}`);
         if (result.running.length > 0) {
           out.line();
-          const rows = result.running.map((a) => [a.ticket_id, a.current_step ?? "-", a.status, a.session_name ?? "-", a.llm_tool ?? "-", a.review_state ?? a.last_message ?? ""]);
-          for (const line of columnLines(["TICKET", "STEP", "STATUS", "AGENT", "TOOL", "NOTE"], rows)) out.line(line);
+          // A HOST column only once a ticket runs on a host (queue.hosts).
+          const onHosts = result.running.some((a) => a.host);
+          const rows = result.running.map((a) => [a.ticket_id, a.current_step ?? "-", a.status, a.session_name ?? "-", ...(onHosts ? [a.host ?? "local"] : []), a.llm_tool ?? "-", a.review_state ?? a.last_message ?? ""]);
+          for (const line of columnLines(["TICKET", "STEP", "STATUS", "AGENT", ...(onHosts ? ["HOST"] : []), "TOOL", "NOTE"], rows)) out.line(line);
         }
         out.line();
         if (result.waiting.length === 0) out.line("no tickets waiting");

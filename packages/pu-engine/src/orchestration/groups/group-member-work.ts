@@ -34,10 +34,14 @@ export async function memberOutput(group: GroupRecord, variant: string, live: Li
   return { output: textTail(output, OUTPUT_CHARS), output_source: source };
 }
 
-/** pu commits what the member left here (nothing is lost when its worktree is cleaned), then counts the change. */
+/**
+ * pu commits what the member left here (nothing is lost when its worktree is cleaned), then counts
+ * the change. Members sharing a worktree leave it to its owner — unless a control plane placed the
+ * member here (a ticket's step on this host): only commits travel back to it.
+ */
 export async function commitAndDiffStat(group: GroupRecord, variant: string, log: DaemonLog): Promise<DiffStat | null> {
   const member = group.members[variant];
-  if (group.settings.shared_worktree || !member?.worktree_path || !member.branch) return null;
+  if ((group.settings.shared_worktree && !group.settings.placed_by) || !member?.worktree_path || !member.branch) return null;
   try {
     const config = await loadConfig(group.project);
     await commitAllChanges(member.worktree_path, `group ${group.group_id}: ${variant}`, config.envFiles);

@@ -65,7 +65,7 @@ export interface GroupRunSpec {
   /** Where members run: `local` and hosts' names (absent: here only). */
   on?: string[];
   /** On a host: this group is one member of a control plane's group (`delegators` its one, `sharedPrompt` its whole prompt). */
-  placedMember?: { groupId: string; variant: string; env?: Record<string, string> };
+  placedMember?: { groupId: string; variant: string; env?: Record<string, string>; worktree?: string };
 }
 
 export class GroupService {

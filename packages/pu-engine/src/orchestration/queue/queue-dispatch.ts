@@ -26,6 +26,8 @@ import { recordAgentExit } from "./usage.js";
 import { resolveWorkflow } from "./workflows.js";
 import { runKey, exists, type TicketRun } from "./queue-run.js";
 import type { SlotLedger } from "../slots.js";
+import type { HostMembers } from "../../hosts/host-members.js";
+import { LOCAL_PLACE } from "@pu/core/hosts-file";
 
 export abstract class QueueDispatch {
   protected readonly runs = new Map<string, TicketRun>();
@@ -50,6 +52,8 @@ export abstract class QueueDispatch {
     protected readonly groups: GroupService,
     /** Budgets of tickets and steps are set on, and read off, their agents. */
     protected readonly budgets: UsageService,
+    /** Tickets placed on hosts (`queue.hosts`) run their steps there through this; absent: here only. */
+    protected readonly hostMembers?: HostMembers,
   ) {
     // Registered first: a change the ledger hears starts a dispatch pass before the other launchers look.
     slots.onChange((reason) => this.dispatchSoon(reason));
@@ -206,7 +210,7 @@ export abstract class QueueDispatch {
   protected async dispatchPass(reason: string): Promise<void> {
     if (this.blocked()) return;
     // A bad $PU_HOME/config.yaml: nothing starts until it is fixed (logged once, shown by `pu queue`).
-    if (!(await this.slots.hasRoom())) return;
+    if ((await this.slots.maxParallel().catch(() => undefined)) === undefined) return;
     const waiting: (TicketView & { root: string })[] = [];
     for (const root of this.state.projects.list()) {
       const scan = await scanTickets(root, ["queue"]).catch((err: unknown) => {
@@ -229,14 +233,15 @@ export abstract class QueueDispatch {
       waiting.push(...candidates.filter((t) => !untrusted.has(t.id)).map((t) => Object.assign(t, { root })));
     }
     waiting.sort(compareTickets);
-    await this.slots.fill(async (fits, settingsFor) => {
+    await this.slots.fill(async (placeFor, settingsFor) => {
       for (const ticket of waiting) {
-        if (!(await fits(ticket.root))) continue;
+        const place = await placeFor(ticket.root);
+        if (place === undefined) continue;
         const settings = await settingsFor(ticket.root);
         return {
           serve: async () => {
             waiting.splice(waiting.indexOf(ticket), 1);
-            if (settings) await this.claim(ticket.root, ticket, settings.config, reason);
+            if (settings) await this.claim(ticket.root, ticket, settings.config, reason, place);
           },
         };
       }
@@ -245,8 +250,11 @@ export abstract class QueueDispatch {
   }
 
 
-  /** Takes a queued ticket: moves it to in-progress, records it, starts its agent and its steps. */
-  protected async claim(root: string, ticket: TicketView, config: Config, reason: string): Promise<void> {
+  /**
+   * Takes a queued ticket: moves it to in-progress, records it, starts its agent and its steps.
+   * On a host (`place`, from the project's `queue.hosts`) each step runs there (queue-host-steps.ts).
+   */
+  protected async claim(root: string, ticket: TicketView, config: Config, reason: string, place: string = LOCAL_PLACE): Promise<void> {
     const key = runKey(root, ticket.id);
     if (this.runs.has(key)) return;
     const collection = this.store.state.project_collection_prefs?.[root] ?? DEFAULT_COLLECTION;
@@ -292,6 +300,7 @@ export abstract class QueueDispatch {
       launch_mode: launchMode,
       review_state: null,
       worktree_path: null,
+      ...(place !== LOCAL_PLACE ? { host: place } : {}),
     };
     // Counted against the caps from here on, before any await can let another pass in.
     this.store.state.agents.push(agentState);
@@ -300,9 +309,17 @@ export abstract class QueueDispatch {
     try {
       await this.store.update(() => undefined);
       this.state.log.event("queue_slot_taken", { projectRoot: root, ticketId: ticket.id, used: this.store.state.agents.length, reason });
-      await appendHistory(root, ticket.id, { event: "dispatched" });
-      const live = await this.launchFor(run, agentState, tool, model, { kind: "new", name: ticket.id.toLowerCase() });
-      this.state.events.emit("ticket_changed", { projectRoot: root, ticketId: ticket.id, kind: "dispatched", agentId: live.agentId });
+      await appendHistory(root, ticket.id, { event: "dispatched", ...(place !== LOCAL_PLACE ? { note: `on host ${place}` } : {}) });
+      if (place === LOCAL_PLACE) {
+        const live = await this.launchFor(run, agentState, tool, model, { kind: "new", name: ticket.id.toLowerCase() });
+        this.state.events.emit("ticket_changed", { projectRoot: root, ticketId: ticket.id, kind: "dispatched", agentId: live.agentId });
+      } else {
+        // Its steps start its agents there, each as the step begins.
+        await this.store.update(() => {
+          agentState.status = "running";
+        });
+        this.state.events.emit("ticket_changed", { projectRoot: root, ticketId: ticket.id, kind: "dispatched" });
+      }
     } catch (err) {
       this.runs.delete(key);
       await this.store.update((s) => {

@@ -22,9 +22,9 @@ import { appendHistory, findTicket, moveTicket, scanTickets, ticketSummary, writ
 import { untrustedTicketProblems } from "./ticket-trust.js";
 import { resolveWorkflow } from "./workflows.js";
 import { waitsForDecision, runKey, exists, type Decision, type TicketRun } from "./queue-run.js";
-import { QueueSteps } from "./queue-steps.js";
+import { QueueHostSteps } from "./queue-host-steps.js";
 
-export class QueueService extends QueueSteps {
+export class QueueService extends QueueHostSteps {
   // ---- restart -------------------------------------------------------------------------------
 
   protected registerRun(agentState: AgentState): [AgentState, TicketRun] {
@@ -51,10 +51,11 @@ export class QueueService extends QueueSteps {
     }
     if (ticket.state !== "in-progress") return drop(`its ticket is in ${ticket.state}/`);
     const collection = this.store.state.project_collection_prefs?.[root] ?? DEFAULT_COLLECTION;
-    let live: LiveAgent;
+    let live: LiveAgent | undefined;
     try {
       run.workflow = (await resolveWorkflow(this.state, root, ticket.type, collection)).workflow;
-      live = await this.reattach(run, agentState);
+      // On a host the step's group is followed there again (queue-host-steps.ts); nothing to reattach here.
+      live = agentState.host ? undefined : await this.reattach(run, agentState);
       run.live = live;
     } catch (err) {
       if (isPuError(err) && err.code === "UNTRUSTED") return this.waitForTrust(agentState, run, err.message);
@@ -63,7 +64,7 @@ export class QueueService extends QueueSteps {
     const index = Math.max(0, run.workflow.steps.findIndex((s) => s.name === agentState.current_step));
     // Waiting for a person survives the restart; a timeout notice does not (the step is typed again).
     const awaitingDecision = waitsForDecision(agentState);
-    this.state.log.event("ticket_continued", { projectRoot: root, ticketId: ticket.id, step: agentState.current_step, agentId: live.agentId });
+    this.state.log.event("ticket_continued", { projectRoot: root, ticketId: ticket.id, step: agentState.current_step, agentId: live?.agentId ?? agentState.session_name, ...(agentState.host ? { host: agentState.host } : {}) });
     await appendHistory(root, ticket.id, { event: "continued after a daemon restart", ...(agentState.current_step ? { step: agentState.current_step } : {}) }).catch(() => undefined);
     void this.drive(run, index, { awaitingDecision });
   }
@@ -144,7 +145,12 @@ export class QueueService extends QueueSteps {
       // A project whose config cannot be read has tickets that never start: say why.
       if (!(await exists(manifestPath(root)))) continue;
       try {
-        warnings.push(...projectConfigWarnings(await loadConfig(root), configPath(root), this.slots.homeConfigFile()));
+        const config = await loadConfig(root);
+        warnings.push(...projectConfigWarnings(config, configPath(root), this.slots.homeConfigFile()));
+        // A place that is no host never has room: the project's tickets would wait there unsaid.
+        for (const place of config.queue?.hosts ?? []) {
+          if (!(await this.slots.placeKnown(place))) problems.push({ file: configPath(root), message: `queue.hosts: no host named ${place} (pu host list; local is this machine)` });
+        }
       } catch (err) {
         problems.push({ file: configPath(root), message: `${(err as Error).message} (its tickets do not start)` });
       }
@@ -223,8 +229,10 @@ export class QueueService extends QueueSteps {
       return { stoppedAgents: [] };
     }
     run.abort.abort();
+    await this.cancelHostStep(run);
     const live = run.live;
-    const stoppedAgents = live && live.session.exitCode === null ? [live.agentId] : [];
+    const onHost = this.agentStateOf(run)?.host ? this.agentStateOf(run)?.session_name : undefined;
+    const stoppedAgents = live && live.session.exitCode === null ? [live.agentId] : onHost ? [onHost] : [];
     const worktreePath = this.agentStateOf(run)?.worktree_path ?? undefined;
     await this.finish(run, "cancelled", "cancelled", [], "cancelled by request");
     return { stoppedAgents, ...(worktreePath ? { worktreePath } : {}) };

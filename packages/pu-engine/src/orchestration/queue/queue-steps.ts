@@ -24,6 +24,9 @@ import { COMPLETED_KEPT, FIX_OUTPUT_BYTES, NEEDS_DECISION, REVIEW_STATES, runKey
 import { QueueDispatch } from "./queue-dispatch.js";
 
 export abstract class QueueSteps extends QueueDispatch {
+  // A step of a ticket placed on a host: QueueHostSteps (queue-host-steps.ts).
+  protected abstract runHostStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome>;
+
   // ---- steps ---------------------------------------------------------------------------
 
   /**
@@ -43,6 +46,8 @@ export abstract class QueueSteps extends QueueDispatch {
           outcome = await this.waitForPerson(run, step, undefined, undefined);
         } else if (step.type !== undefined) {
           outcome = await this.runGroupStep(run, step, extra);
+        } else if (this.agentStateOf(run)?.host) {
+          outcome = await this.runHostStep(run, step, extra);
         } else {
           await this.ensureStepAgent(run, step);
           outcome = await this.runStep(run, step, extra);
@@ -166,6 +171,7 @@ export abstract class QueueSteps extends QueueDispatch {
     if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
     const agentState = this.agentStateOf(run);
     if (!agentState) return { kind: "failed", message: `ticket ${run.ticketId} has no state` };
+    if (step.read_only && agentState.host) return { kind: "failed", message: `step ${step.name}'s members would share the ticket's worktree, which is on host ${agentState.host}: a read_only group step runs only for a ticket on this machine` };
     await this.markStepStarted(run, step, undefined);
     const live = run.live;
     if (live && live.session.exitCode === null) {

@@ -1,0 +1,163 @@
+/**
+ * A ticket placed on a host (`queue.hosts` in the project's config). Each of its agent steps runs
+ * there as a group of one member of the host's daemon (host-members.ts): the first makes the
+ * ticket's worktree on the host from the project's branch, the later ones run in it; the step's
+ * gate (and artifact) with its fix turns, its budget and pu's commit are the host's. This daemon
+ * types nothing itself: it records the step's group before asking (so a restarted daemon finds it
+ * again and no step runs twice), follows it, writes its output here, and decides what comes next —
+ * a review, a person's decision, the next step — as for a ticket on this machine. At the end the
+ * ticket's branch is fetched back and merged here.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { loadConfig } from "@pu/core/config";
+import { PuError } from "@pu/core/errors";
+import { lowerLimit } from "@pu/core/usage";
+import { remoteCommandLine } from "@pu/core/remote-argv";
+import { renderTemplate } from "@pu/core/template";
+import { stepAgent, type WorkflowStep } from "@pu/core/workflow";
+import { hostMemberResult, type HostMemberSpec } from "../../hosts/host-members.js";
+import { currentBranch } from "../../git/runner.js";
+import { findTicket } from "./tickets.js";
+import { ticketStillTrusted } from "./ticket-trust.js";
+import { NEEDS_DECISION, REVIEW_STATES, editedSinceTrusted, type StepOutcome, type TicketRun } from "./queue-run.js";
+import { QueueSteps } from "./queue-steps.js";
+
+/** The exit a combined gate uses for a missing artifact (another, when the step's gate expects this one). */
+const MISSING_ARTIFACT_EXIT = 97;
+
+export abstract class QueueHostSteps extends QueueSteps {
+  /** One agent step of a ticket on a host: asked there once (by its key), followed, its result decided here. */
+  protected async runHostStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome> {
+    const agentState = this.agentStateOf(run);
+    const host = agentState?.host;
+    const hosts = this.hostMembers;
+    if (!agentState || !host) return { kind: "failed", message: `ticket ${run.ticketId} has no host recorded` };
+    if (!hosts) return { kind: "failed", message: `ticket ${run.ticketId} runs on host ${host}, and this daemon places nothing on hosts` };
+    const ticket = await findTicket(run.root, run.ticketId);
+    if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
+    await this.markStepStarted(run, step, agentState.session_name ?? undefined);
+    // The step's group on the host: the one recorded for this step (asked again after a restart), or a new key.
+    let placed = agentState.host_step?.step === step.name ? agentState.host_step : null;
+    if (!placed) {
+      const fresh = { step: step.name, key: `${run.ticketId}-${step.name}-${randomBytes(4).toString("hex")}`, group_id: null };
+      await this.store.update(() => {
+        agentState.host_step = fresh;
+      });
+      placed = fresh;
+    }
+    const baseBranch = await currentBranch(run.root);
+    if (!baseBranch) return { kind: "failed", message: `${run.root} is on a detached HEAD; a ticket on host ${host} starts from a branch` };
+    try {
+      if (!placed.group_id) {
+        const groupId = await hosts.start(run.root, host, await this.hostStepSpec(run, step, extra, baseBranch, placed.key), run.abort.signal);
+        const asked = placed;
+        await this.store.update(() => {
+          if (agentState.host_step === asked) agentState.host_step = { ...asked, group_id: groupId };
+        });
+        placed = { ...asked, group_id: groupId };
+      }
+      const view = await hosts.follow(run.root, host, placed.group_id ?? "", baseBranch, {
+        signal: run.abort.signal,
+        over: () => run.abort.signal.aborted || this.stopped || this.state.stopping,
+        seen: async (member) => {
+          if (!member.agentId || member.agentId === agentState.session_name) return;
+          await this.store.update(() => {
+            agentState.session_name = member.agentId;
+            agentState.session_context_ref = member.worktreeId ?? agentState.session_context_ref;
+            agentState.worktree_path = member.worktreePath ?? agentState.worktree_path;
+            agentState.last_activity = new Date().toISOString();
+          });
+        },
+      });
+      if (!view || run.abort.signal.aborted || this.stopped || this.state.stopping) return { kind: "stopped" };
+      const result = hostMemberResult(view);
+      if (result.output_source === "file" && result.output.trim() !== "") {
+        const file = this.outputFile(run.root, run.ticketId);
+        await mkdir(path.dirname(file), { recursive: true });
+        await writeFile(file, `${result.output.trimEnd()}\n`);
+      }
+      // This step's group is settled: a rejected step, typed again, gets a group of its own.
+      await this.store.update(() => {
+        agentState.host_step = null;
+      });
+      if (result.state === "done") {
+        if (step.review) return this.waitForPerson(run, step, REVIEW_STATES[step.review], `step ${step.name} waits for a ${step.review} review`);
+        return { kind: "done", note: `on host ${host}` };
+      }
+      return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name} on host ${host}: ${result.reason ?? `the agent ${result.state}`}`);
+    } catch (error) {
+      if (run.abort.signal.aborted || this.stopped || this.state.stopping) return { kind: "stopped" };
+      return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name} could not run on host ${host}: ${(error as Error).message}`);
+    }
+  }
+
+  /** What the host is asked to run for the step: its prompt, agent, check and budget, in the ticket's worktree there once it has one. */
+  private async hostStepSpec(run: TicketRun, step: WorkflowStep, extra: string | undefined, baseBranch: string, key: string): Promise<HostMemberSpec> {
+    const agentState = this.agentStateOf(run);
+    if (!agentState) throw new PuError("INVALID_STATE", `ticket ${run.ticketId} has no state`);
+    const ticket = await findTicket(run.root, run.ticketId);
+    const config = await loadConfig(run.root);
+    const stats = this.store.state.project_llm_stats?.[run.root];
+    const tool = stepAgent(step, ticket, stats?.preferred_tool, config.defaultAgent);
+    const model = step.model ?? ticket.model ?? agentState.llm_model ?? null;
+    // The step's output file is the member's own there; its text comes back and is written here.
+    const vars = { ...(await this.stepVars(run, ticket, step)), OUTPUT_FILE: "$PU_OUTPUT_FILE" };
+    const prompt = renderTemplate(step.prompt, vars).text.trimEnd();
+    const maxCost = lowerLimit(step.max_cost, ticket.max_cost);
+    const maxTokens = lowerLimit(step.max_tokens, ticket.max_tokens);
+    return {
+      groupId: `ticket-${run.ticketId}`,
+      variant: key,
+      kind: "multi_model",
+      delegator: model !== null && tool !== "terminal" ? `${tool}:${model}` : tool,
+      prompt: extra ? `${extra}\n\n${prompt}` : prompt,
+      baseBranch,
+      env: { PU_TICKET_ID: run.ticketId, PU_STEP: step.name },
+      ...(agentState.session_context_ref ? { worktree: agentState.session_context_ref } : {}),
+      settings: {
+        gate: hostStepGate(step),
+        max_retries: step.max_retries,
+        timeout_minutes: null,
+        max_cost: maxCost ?? null,
+        max_tokens: maxTokens ?? null,
+      },
+    };
+  }
+
+  /** A ticket on a host merges its branch, fetched back, into the branch it started from here. */
+  protected override async mergeTicketWorktree(run: TicketRun): Promise<string> {
+    const agentState = this.agentStateOf(run);
+    if (!agentState?.host) return super.mergeTicketWorktree(run);
+    const worktreeId = agentState.session_context_ref;
+    if (!worktreeId || !this.hostMembers) return "merge failed: the ticket has no worktree";
+    try {
+      const merged = await this.hostMembers.merge(worktreeId, "merge", `Merge ticket ${run.ticketId} (from host ${agentState.host})`);
+      return merged.nothingToMerge ? "nothing to merge" : `merged into ${merged.baseBranch} (from host ${agentState.host})`;
+    } catch (error) {
+      return `merge failed: ${(error as Error).message}`;
+    }
+  }
+
+  /** A cancelled ticket's step on its host is cancelled there too (a host that does not answer is logged). */
+  protected async cancelHostStep(run: TicketRun): Promise<void> {
+    const agentState = this.agentStateOf(run);
+    const groupId = agentState?.host_step?.group_id;
+    if (!agentState?.host || !groupId || !this.hostMembers) return;
+    await this.hostMembers.cancel(run.root, agentState.host, groupId).catch((error: unknown) => this.state.log.event("ticket_host_cancel_failed", { projectRoot: run.root, ticketId: run.ticketId, host: agentState.host, error }));
+  }
+}
+
+/**
+ * The step's check as one command for the host's gate: its artifact must exist in the worktree
+ * (the path quoted, never spliced into the script), then its own gate, if any, decides.
+ */
+function hostStepGate(step: WorkflowStep): { run: string; timeout_seconds: number; expect_exit: number } | null {
+  const gate = step.gate;
+  if (step.artifact === undefined) return gate ? { run: gate.run, timeout_seconds: gate.timeout_seconds, expect_exit: gate.expect_exit } : null;
+  const missing = gate?.expect_exit === MISSING_ARTIFACT_EXIT ? MISSING_ARTIFACT_EXIT + 1 : MISSING_ARTIFACT_EXIT;
+  // One shell word each (remoteCommandLine quotes them): the path is never read as shell syntax.
+  const check = `${remoteCommandLine(["test", "-f", step.artifact])} || { ${remoteCommandLine(["printf", "The step is done only when %s exists, and it does not yet. Please create it.\\n", step.artifact])}; exit ${missing}; }`;
+  return { run: gate ? `${check}\n${gate.run}` : `${check}\nexit 0`, timeout_seconds: gate?.timeout_seconds ?? 600, expect_exit: gate?.expect_exit ?? 0 };
+}
