@@ -615,7 +615,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     for (const id of [...members, ...(ticketWorktree ? [ticketWorktree] : [])]) await sb.ok(["clean", "--worktree", id, "--force"]);
   });
 
-  it("a project with queue.hosts: [box] runs its ticket there step by step (gate, artifact, the ticket's worktree), follows it across a SIGKILL of the control plane, and merges its branch here", async () => {
+  it("a project with queue.hosts: [box] runs its ticket there step by step (gate, artifact, the ticket's worktree), follows it across a SIGKILL of the control plane, takes its review here, and merges its branch here", async () => {
     const scenario = path.join(os.tmpdir(), `pu-e2e-host-ticket-${process.pid}.json`);
     writeFileSync(scenario, JSON.stringify({ default: { slowMs: 2500 } }), { mode: 0o644 });
     onTestFinished(() => rmSync(scenario, { force: true }));
@@ -624,7 +624,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     mkdirSync(path.join(sb.root, ".pu", "workflows"), { recursive: true });
     writeFileSync(
       path.join(sb.root, ".pu", "workflows", "HOSTED.yaml"),
-      'finish: merge\nsteps:\n  - name: build\n    agent: ticketmember\n    prompt: "build {{TITLE}}"\n    gate: { run: "test -f ok.txt" }\n  - name: check\n    agent: ticketmember\n    prompt: "check {{TITLE}}"\n    artifact: ok.txt\n',
+      'finish: merge\nsteps:\n  - name: build\n    agent: ticketmember\n    prompt: "build {{TITLE}}"\n    gate: { run: "test -f ok.txt" }\n  - name: check\n    agent: ticketmember\n    prompt: "check {{TITLE}}"\n    artifact: ok.txt\n    review: plan\n',
     );
     const config = path.join(sb.root, ".pu", "config.yaml");
     const before = readFileSync(config, "utf8");
@@ -654,6 +654,12 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(await sb.ok(["queue"])).toMatch(new RegExp(`${created.id}\\s+build\\s+\\S+\\s+${first.session_name}\\s+box`));
     await sb.sigkillDaemon();
 
+    // The review is decided here, as for any ticket: the check step's agent on the host is done, the ticket waits.
+    await waitFor("the check step to wait for its review", async () => {
+      const reviews = await sb.puJson<{ reviews: { ticketId: string; reviewState: string | null; step: string | null }[] }>(["review", "list"]);
+      return reviews.reviews.find((r) => r.ticketId === created.id && r.reviewState === "pending_plan" && r.step === "check");
+    }, 120_000, 250);
+    await sb.ok(["review", "approve", created.id]);
     const done = await waitFor("the ticket to be done", async () => {
       const shown = await sb.puJson<{ ticket: { state: string; history?: { event: string; note?: string }[] } }>(["ticket", "show", created.id]);
       return shown.ticket.state === "done" ? shown : undefined;
@@ -661,6 +667,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const events = done.ticket.history?.map((h) => `${h.event}${h.note ? `: ${h.note}` : ""}`) ?? [];
     expect(events[0]).toBe("dispatched: on host box");
     expect(events).toContain("step done: on host box");
+    expect(events).toContain("approved");
     expect(events.at(-1)).toBe("done: merged into main (from host box)");
     // The host ran one group per step (none twice across the kill); the second in the worktree the first made.
     const hostState = JSON.parse(readFileSync(`${root}/home/state.json`, "utf8")) as { multi_agent_groups: { settings: { placed_by?: { group_id: string; variant: string }; shared_worktree?: string | null }; members: Record<string, { worktree_id?: string; prompt: string }> }[] };

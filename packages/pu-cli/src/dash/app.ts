@@ -204,7 +204,7 @@ class Dashboard {
         const stopped = q.stateError ?? q.configError;
         lines.push(stopped !== undefined ? `queue STOPPED: ${stopped}` : `queue ${q.paused ? "PAUSED" : "running"}: ${q.slotsUsed}/${q.maxParallel} slots used`);
         for (const p of q.problems) lines.push(`problem: ${p.message}`);
-        for (const a of q.running) lines.push(`  ${a.ticket_id}  ${a.status}  step ${a.current_step ?? "-"}  ${a.session_name ?? ""}${a.review_state ? `  review: ${a.review_state}` : ""}`);
+        for (const a of q.running) lines.push(`  ${a.ticket_id}  ${a.status}  step ${a.current_step ?? "-"}  ${a.session_name ?? ""}${a.host ? ` on ${a.host}` : ""}${a.review_state ? `  review: ${a.review_state}` : ""}`);
         if (q.waiting.length > 0) lines.push("waiting:");
         for (const t of q.waiting) lines.push(`  ${t.id}  ${t.priority}  ${t.title}`);
         if (q.running.length === 0 && q.waiting.length === 0) lines.push("no tickets (pu ticket create TITLE --type FEAT)");

@@ -22,7 +22,7 @@ async function loadBoard(): Promise<Board> {
   return { queue, reviews: reviews.reviews, tickets: lists.flatMap(({ root, list }) => list.tickets.map((ticket) => ({ project: root, ticket }))) };
 }
 
-function ticketCard(project: string, ticket: TicketSummary, step: string | null, extra?: HTMLElement): HTMLElement {
+function ticketCard(project: string, ticket: TicketSummary, step: string | null, extra?: HTMLElement, host?: string | null): HTMLElement {
   return h(
     "div",
     { className: "card", "data-ticket-id": ticket.id },
@@ -30,7 +30,7 @@ function ticketCard(project: string, ticket: TicketSummary, step: string | null,
     " ",
     h("span", { className: "priority" }, ticket.priority),
     h("div", { className: "card-title" }, ticket.title),
-    h("small", {}, `${ticket.type}${step ? ` · step ${step}` : ""} · ${project.split("/").pop() ?? project}`),
+    h("small", {}, `${ticket.type}${step ? ` · step ${step}` : ""}${host ? ` · on ${host}` : ""} · ${project.split("/").pop() ?? project}`),
     extra ?? null,
   );
 }
@@ -132,7 +132,7 @@ export function renderQueue(view: HTMLElement): () => void {
           "in-progress",
           byState("in-progress")
             .filter((t) => !inReview.has(t.ticket.id))
-            .map((t) => ticketCard(t.project, t.ticket, running.get(t.ticket.id)?.current_step ?? null)),
+            .map((t) => ticketCard(t.project, t.ticket, running.get(t.ticket.id)?.current_step ?? null, undefined, running.get(t.ticket.id)?.host)),
         ),
         column(
           "Awaiting review",
