@@ -5,7 +5,7 @@
 // clean and kill by id. Faults: a dropped link (the agent keeps running; the host reads
 // unreachable, its agents last known, never broken; reconnect), a SIGKILLed control plane.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { connect, createServer, type AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -16,6 +16,7 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { allAgents, PuSandbox, REPO_ROOT, type StatusJson } from "../helpers/pu-sandbox.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
+import { podmanMissing, startContainer } from "../helpers/container.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
 import { chromiumPath, startWeb } from "../helpers/web.js";
 import { packAll } from "../install/packed.js";
@@ -25,6 +26,9 @@ import { agentHome } from "../real-agents/homes.js";
 const missing = sshdMissing();
 if (missing && process.env.CI) throw new Error(missing);
 if (missing) console.warn(`host-agents.test.ts skipped: ${missing}`);
+const noContainer = podmanMissing();
+if (noContainer && process.env.CI) throw new Error(noContainer);
+if (noContainer) console.warn(`host-agents.test.ts: the podman container test skipped: ${noContainer}`);
 
 /** Something accepts connections on 127.0.0.1:port (here: the far end of an ssh -R forward). */
 const listening = (port: number) =>
@@ -92,6 +96,14 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     writeFileSync(config, `${before}${/^agents:/m.test(before) ? "" : "\nagents:\n"}  ${name}:\n    command: ${command}\n`);
     sb.git(["add", "-f", ".pu/config.yaml"]);
     sb.git(["commit", "-q", "-m", `the agent type ${name}`]);
+  };
+  /** A scripted agent type committed with its scenario: a file the host's user can read, removed after the test. */
+  const scriptedAgentType = (name: string, fixture: string, scenario: unknown) => {
+    const file = path.join(os.tmpdir(), `pu-e2e-${name}-${process.pid}.json`);
+    writeFileSync(file, JSON.stringify(scenario), { mode: 0o644 });
+    onTestFinished(() => rmSync(file, { force: true }));
+    const variable = fixture === PLAN_ROLE ? "PLAN_TEST_SCENARIO" : "GROUP_TEST_SCENARIO";
+    commitAgentType(name, `env ${variable}=${file} ${process.execPath} ${fixture}`);
   };
   const promptFiles = (names: string[]): string[] =>
     names.flatMap((name) => {
@@ -460,6 +472,39 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.ok(["host", "remove", "box-exec"]);
   });
 
+  it.skipIf(noContainer !== undefined)("a podman container as a host through exec (podman exec -i): checked, an agent placed in it, reached by id, its worktree merged here, removed", async () => {
+    const ctrRoot = mkdtempSync(path.join(os.tmpdir(), "pu-e2e-ctr-"));
+    const container = startContainer(`pu-e2e-ctr-${process.pid}`, ctrRoot);
+    onTestFinished(() => {
+      container.stop();
+      rmSync(ctrRoot, { recursive: true, force: true });
+    });
+    // The container's root is this machine's (an overlay): it runs the pu installed for the ssh host.
+    mkdirSync(path.join(ctrRoot, "bin"));
+    symlinkSync(`${root}/bin/pu`, path.join(ctrRoot, "bin", "pu"));
+    await sb.ok(["host", "add", "ctr", "--exec", container.exec, "--root", ctrRoot]);
+    const checked = await sb.pu(["host", "check", "ctr"]);
+    expect(checked.code, checked.stderr).toBe(0);
+    expect(checked.stdout).toMatch(/daemon pid \d+, pu \S+, protocol 1/);
+
+    const script = 'echo made-in-the-container > container.txt && git add container.txt && git -c user.name=agent -c user.email=agent@example.invalid commit -q -m "work done in the container" && stty raw -echo; echo "ready in $(cat /proc/1/cmdline | tr "\\0" " ")"; exec cat';
+    const spawned = await sb.puJson<{ agentId: string; worktreeId: string; cwd: string; host: string }>(["spawn", "--on", "ctr", "--name", "ctr-agent", "--command", script]);
+    expect(spawned.host).toBe("ctr");
+    // Its pid 1 is the container's `sleep infinity`: the agent runs inside it.
+    await sb.waitForLogs(spawned.agentId, "ready in sleep infinity");
+    expect(spawned.cwd.startsWith(`${ctrRoot}/projects/`)).toBe(true);
+    await sb.ok(["send", spawned.agentId, "through-podman"]);
+    await sb.waitForLogs(spawned.agentId, "through-podman");
+    expect(await remoteAgent(spawned.agentId)).toMatchObject({ host: "ctr", hostState: "connected", live: true });
+    // Merged here: the branch fetched back from the container through podman exec.
+    const merged = await sb.puJson<{ status: string }>(["merge", spawned.worktreeId]);
+    expect(merged.status).toBe("merged");
+    expect(readFileSync(path.join(sb.root, "container.txt"), "utf8")).toBe("made-in-the-container\n");
+    await sb.ok(["kill", spawned.agentId]);
+    await sb.ok(["clean", "--worktree", spawned.worktreeId]);
+    await sb.ok(["host", "remove", "ctr"]);
+  });
+
   it("a group spread over this machine and a host: members placed in turn under each place's cap, the host's run by its daemon, pick merges a host member here and cleans the rest on both sides", async () => {
     commitAgentType("member", `${process.execPath} ${GROUP_MEMBER}`);
     await sb.ok(["trust"]);
@@ -526,10 +571,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
 
   it("a control plane SIGKILLed while a group's members run on a host goes on following them: none starts twice, the results land here", async () => {
     // A member that takes a while (its scenario read from a file the host's user can read).
-    const scenario = path.join(os.tmpdir(), `pu-e2e-slow-member-${process.pid}.json`);
-    writeFileSync(scenario, JSON.stringify({ default: { slowMs: 6000 } }), { mode: 0o644 });
-    onTestFinished(() => rmSync(scenario, { force: true }));
-    commitAgentType("slowmember", `env GROUP_TEST_SCENARIO=${scenario} ${process.execPath} ${GROUP_MEMBER}`);
+    scriptedAgentType("slowmember", GROUP_MEMBER, { default: { slowMs: 6000 } });
     await sb.ok(["trust", "--on", "box"]);
 
     const started = await sb.puJson<{ groupId: string }>(["group", "run", "slow task", "--agents", "slowmember,member", "--on", "box"]);
@@ -563,10 +605,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   });
 
   it("pu group cancel stops the members on the host: their groups there are cancelled and their agents end", async () => {
-    const scenario = path.join(os.tmpdir(), `pu-e2e-hanging-member-${process.pid}.json`);
-    writeFileSync(scenario, JSON.stringify({ default: { hang: true } }), { mode: 0o644 });
-    onTestFinished(() => rmSync(scenario, { force: true }));
-    commitAgentType("hangmember", `env GROUP_TEST_SCENARIO=${scenario} ${process.execPath} ${GROUP_MEMBER}`);
+    scriptedAgentType("hangmember", GROUP_MEMBER, { default: { hang: true } });
     await sb.ok(["trust", "--on", "box"]);
 
     const started = await sb.puJson<{ groupId: string }>(["group", "run", "endless task", "--agent", "hangmember", ...promptFiles(["p", "q"]), "--on", "box"]);
@@ -616,10 +655,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   });
 
   it("a project with queue.hosts: [box] runs its ticket there step by step (gate, artifact, the ticket's worktree), follows it across a SIGKILL of the control plane, takes its review here, and merges its branch here", async () => {
-    const scenario = path.join(os.tmpdir(), `pu-e2e-host-ticket-${process.pid}.json`);
-    writeFileSync(scenario, JSON.stringify({ default: { slowMs: 2500 } }), { mode: 0o644 });
-    onTestFinished(() => rmSync(scenario, { force: true }));
-    commitAgentType("ticketmember", `env GROUP_TEST_SCENARIO=${scenario} ${process.execPath} ${GROUP_MEMBER}`);
+    scriptedAgentType("ticketmember", GROUP_MEMBER, { default: { slowMs: 2500 } });
     await sb.ok(["trust", "--on", "box"]);
     mkdirSync(path.join(sb.root, ".pu", "workflows"), { recursive: true });
     writeFileSync(
@@ -688,13 +724,10 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   it("a plan's workers spread over the host and this machine (--on box,local): the host's run there, their gate runs recorded as evidence here, their work merged into the plan's branch; a control plane SIGKILLed meanwhile follows them again", async () => {
     // Every role is the scripted planbot (its scenario in a file the host's user can read); the worker's
     // agent type and the task gate are in the committed config, so the host's mirror has them too.
-    const scenario = path.join(os.tmpdir(), `pu-e2e-host-plan-${process.pid}.json`);
     const planTask = (id: string, blockedBy: string[] = []) => ({ id, subject: `make ${id}.txt`, description: `write ${id}.txt`, blockedBy, criteria: [`${id}.txt exists`] });
-    writeFileSync(scenario, JSON.stringify({ tasks: [planTask("a"), planTask("b", ["a"]), planTask("c", ["a"])], slowMs: 2500 }), { mode: 0o644 });
-    onTestFinished(() => rmSync(scenario, { force: true }));
     const config = path.join(sb.root, ".pu", "config.yaml");
     writeFileSync(config, `plan:\n  agents: { explorer: planbot, planner: planbot, worker: planbot, verifier: planbot }\n  taskGate: test -f "$PU_TASK_ID.txt"\n  verify: ["test -f a.txt"]\n${readFileSync(config, "utf8")}`);
-    commitAgentType("planbot", `env PLAN_TEST_SCENARIO=${scenario} ${process.execPath} ${PLAN_ROLE}`);
+    scriptedAgentType("planbot", PLAN_ROLE, { tasks: [planTask("a"), planTask("b", ["a"]), planTask("c", ["a"])], slowMs: 2500 });
     await sb.ok(["trust"]);
     await sb.ok(["trust", "--on", "box"]);
 
@@ -756,12 +789,9 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   });
 
   it("pu plan cancel ends a plan's worker on the host: its group there cancelled, its agent gone, the task failed", async () => {
-    const scenario = path.join(os.tmpdir(), `pu-e2e-host-plan-slow-${process.pid}.json`);
-    writeFileSync(scenario, JSON.stringify({ tasks: [{ id: "slow", subject: "take a while", description: "", blockedBy: [], criteria: ["never ends"] }], slowMs: 600_000 }), { mode: 0o644 });
-    onTestFinished(() => rmSync(scenario, { force: true }));
     const config = path.join(sb.root, ".pu", "config.yaml");
     writeFileSync(config, readFileSync(config, "utf8").replaceAll(": planbot", ": slowplanbot"));
-    commitAgentType("slowplanbot", `env PLAN_TEST_SCENARIO=${scenario} ${process.execPath} ${PLAN_ROLE}`);
+    scriptedAgentType("slowplanbot", PLAN_ROLE, { tasks: [{ id: "slow", subject: "take a while", description: "", blockedBy: [], criteria: ["never ends"] }], slowMs: 600_000 });
     await sb.ok(["trust"]);
     await sb.ok(["trust", "--on", "box"]);
     const started = await sb.puJson<{ sessionId: string; dir: string }>(["plan", "start", "one slow file", "--auto", "--skip-verify", "--on", "box"]);

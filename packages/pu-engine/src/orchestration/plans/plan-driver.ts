@@ -20,7 +20,7 @@ import { commitAllChanges } from "../../git/commit.js";
 import { mergeWorktree, MergeConflictError } from "../../git/merge.js";
 import { runGate } from "../../gates/gates.js";
 import { readPlan } from "./plan-store.js";
-import { roleAgentName, rolePrompt, stopRoleAgents, turnSucceeded } from "./role-agent.js";
+import { roleAgentName, rolePrompt, stopRoleAgents, turnSucceeded, workerPrompt } from "./role-agent.js";
 import { worktreesDir } from "@pu/core/paths";
 import { tail, logEntry, planLimit, Stopped, type RunningWorker } from "./plan-phases.js";
 import { PlanHostWorkers, workerPlaces } from "./plan-host-workers.js";
@@ -132,15 +132,11 @@ export class PlanDriver extends PlanHostWorkers {
     const name = roleAgentName(session.session_id, { role: "worker", taskId: task.id });
     const m = await this.state.store.read(this.root);
     const oldWorktree = Object.values(m.worktrees).find((w) => w.name === name && w.status === "active");
-    const prompt = await rolePrompt(this.state, this.root, "worker", {
-      GOAL: session.goal,
-      TASK_ID: task.id,
-      TASK_SUBJECT: task.subject,
-      TASK_DESCRIPTION: task.description,
-      TASK_CRITERIA: task.criteria.map((c) => `- ${c}`).join("\n"),
-      PLAN_DIR: this.layout.dir,
-      OUTPUT_FILE: this.layout.report(task.id),
-      FEEDBACK: oldWorktree ? "pu restarted while you worked on this task; your worktree holds what was done so far." : "",
+    const prompt = await workerPrompt(this.state, this.root, this.layout, {
+      goal: session.goal,
+      task,
+      outputFile: this.layout.report(task.id),
+      feedback: oldWorktree ? "pu restarted while you worked on this task; your worktree holds what was done so far." : "",
     });
     let launched: LaunchedAgent;
     let result: TurnResult;

@@ -20,7 +20,7 @@ import type { GroupMemberView, GroupView } from "@pu/ipc/protocol";
 import { MergeConflictError } from "../../git/merge.js";
 import { hostMemberResult } from "../../hosts/host-members.js";
 import { readPlan } from "./plan-store.js";
-import { rolePrompt } from "./role-agent.js";
+import { workerPrompt } from "./role-agent.js";
 import { logEntry, PlanPhases } from "./plan-phases.js";
 
 /** The design typed into a host worker's prompt is cut to its last this many characters. */
@@ -179,16 +179,7 @@ export abstract class PlanHostWorkers extends PlanPhases {
     ]
       .filter(Boolean)
       .join("\n\n");
-    return rolePrompt(this.state, this.root, "worker", {
-      GOAL: session.goal,
-      TASK_ID: task.id,
-      TASK_SUBJECT: task.subject,
-      TASK_DESCRIPTION: task.description,
-      TASK_CRITERIA: task.criteria.map((c) => `- ${c}`).join("\n"),
-      PLAN_DIR: this.layout.dir,
-      OUTPUT_FILE: "$PU_OUTPUT_FILE",
-      FEEDBACK: onHost,
-    });
+    return workerPrompt(this.state, this.root, this.layout, { goal: session.goal, task, outputFile: "$PU_OUTPUT_FILE", feedback: onHost });
   }
 
   protected async resolveTask(taskId: string, summary: string): Promise<void> {

@@ -6,6 +6,7 @@
 import { loadConfig } from "@pu/core/config";
 import { PLAN_ROLES, planRoleEnvironment, planTemplateName, loadPlanTemplate, type PlanRole, type PlanRoleAssignment, type PlanTemplate } from "@pu/core/plan-roles";
 import type { PlanLayout } from "@pu/core/plan-layout";
+import type { Task } from "@pu/core/plan-files";
 import { renderTemplate } from "@pu/core/template";
 import { planSettingsTrustItem, templateTrustItem, type TrustItem } from "@pu/core/trust";
 import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
@@ -48,6 +49,21 @@ export async function rolePrompt(state: EngineState, root: string, role: PlanRol
   // Checked on every use: the file may have changed since the session started.
   await state.trust.require(root, [planTemplateTrustItem(role, template)]);
   return renderTemplate(template.template.body, vars).text.trim();
+}
+
+/** The worker template's prompt for one task: the plan's goal, the task, where its note goes, and what pu adds. */
+export function workerPrompt(state: EngineState, root: string, layout: PlanLayout, work: { goal: string; task: Task; outputFile: string; feedback: string }): Promise<string> {
+  const { task } = work;
+  return rolePrompt(state, root, "worker", {
+    GOAL: work.goal,
+    TASK_ID: task.id,
+    TASK_SUBJECT: task.subject,
+    TASK_DESCRIPTION: task.description,
+    TASK_CRITERIA: task.criteria.map((c) => `- ${c}`).join("\n"),
+    PLAN_DIR: layout.dir,
+    OUTPUT_FILE: work.outputFile,
+    FEEDBACK: work.feedback,
+  });
 }
 
 export interface RoleAgent {
