@@ -654,13 +654,13 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     for (const id of [...members, ...(ticketWorktree ? [ticketWorktree] : [])]) await sb.ok(["clean", "--worktree", id, "--force"]);
   });
 
-  it("a project with queue.hosts: [box] runs its ticket there step by step (gate, artifact, the ticket's worktree), follows it across a SIGKILL of the control plane, takes its review here, and merges its branch here", async () => {
+  it("a project with queue.hosts: [box] runs its ticket there step by step (gate, artifact, timeout notice, the ticket's worktree), follows it across a SIGKILL of the control plane, takes its review here, and merges its branch here", async () => {
     scriptedAgentType("ticketmember", GROUP_MEMBER, { default: { slowMs: 2500 } });
     await sb.ok(["trust", "--on", "box"]);
     mkdirSync(path.join(sb.root, ".pu", "workflows"), { recursive: true });
     writeFileSync(
       path.join(sb.root, ".pu", "workflows", "HOSTED.yaml"),
-      'finish: merge\nsteps:\n  - name: build\n    agent: ticketmember\n    prompt: "build {{TITLE}}"\n    gate: { run: "test -f ok.txt" }\n  - name: check\n    agent: ticketmember\n    prompt: "check {{TITLE}}"\n    artifact: ok.txt\n    review: plan\n',
+      'finish: merge\nsteps:\n  - name: build\n    agent: ticketmember\n    prompt: "build {{TITLE}}"\n    gate: { run: "test -f ok.txt" }\n  - name: check\n    agent: ticketmember\n    prompt: "check {{TITLE}}"\n    artifact: ok.txt\n    review: plan\n    timeout_minutes: 0.02\n',
     );
     const config = path.join(sb.root, ".pu", "config.yaml");
     const before = readFileSync(config, "utf8");
@@ -679,7 +679,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.ok(["trust"]);
 
     const created = (await sb.puJson<{ ticket: { id: string } }>(["ticket", "create", "the hosted ticket", "--type", "HOSTED"])).ticket;
-    type StateJson = { agents: { ticket_id: string; host?: string; session_name?: string | null; host_step?: { step: string; key: string; group_id?: string | null } | null }[] };
+    type StateJson = { agents: { ticket_id: string; host?: string; status: string; current_step?: string | null; last_message?: string | null; session_name?: string | null; host_step?: { step: string; key: string; group_id?: string | null } | null }[] };
     const inFlight = () => (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as StateJson).agents.find((a) => a.ticket_id === created.id);
     // Killed while its first step's agent works on the host.
     const first = await waitFor("the ticket's first step to run on the host", async () => {
@@ -689,7 +689,16 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(first).toMatchObject({ host: "box", host_step: { step: "build" } });
     expect(await sb.ok(["queue"])).toMatch(new RegExp(`${created.id}\\s+build\\s+\\S+\\s+${first.session_name}\\s+box`));
     await sb.sigkillDaemon();
+    // The next command starts the control plane again; it picks the ticket up where state.json says.
+    await sb.ok(["queue"]);
 
+    // The check step outlasts its timeout_minutes (1.2 s of a 2.5 s turn): flagged once, as here; the agent goes on there.
+    await waitFor("the check step's timeout notice", async () => {
+      const a = inFlight();
+      return a?.current_step === "check" && a.status === "awaiting_input" && /^step check timed out after 0\.02 min; the agent is still working on host box$/.test(a.last_message ?? "") ? a : undefined;
+    }, 60_000, 50).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${JSON.stringify(inFlight())}\n${await sb.ok(["ticket", "show", created.id])}`);
+    });
     // The review is decided here, as for any ticket: the check step's agent on the host is done, the ticket waits.
     await waitFor("the check step to wait for its review", async () => {
       const reviews = await sb.puJson<{ reviews: { ticketId: string; reviewState: string | null; step: string | null }[] }>(["review", "list"]);

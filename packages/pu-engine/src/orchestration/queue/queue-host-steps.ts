@@ -58,20 +58,42 @@ export abstract class QueueHostSteps extends QueueSteps {
         });
         placed = { ...asked, group_id: groupId };
       }
-      const view = await hosts.follow(run.root, host, placed.group_id ?? "", baseBranch, {
-        signal: run.abort.signal,
-        over: () => run.abort.signal.aborted || this.stopped || this.state.stopping,
-        seen: async (member) => {
-          if (!member.agentId || member.agentId === agentState.session_name) return;
-          await this.store.update(() => {
-            agentState.session_name = member.agentId;
-            agentState.session_context_ref = member.worktreeId ?? agentState.session_context_ref;
-            agentState.worktree_path = member.worktreePath ?? agentState.worktree_path;
-            agentState.last_activity = new Date().toISOString();
-          });
-        },
-      });
+      // timeout_minutes, as for a step here: the ticket is flagged awaiting_input once; the agent goes on.
+      let flagged = false;
+      const timer =
+        step.timeout_minutes !== undefined
+          ? setTimeout(() => {
+              flagged = true;
+              void this.markAwaiting(run, null, `step ${step.name} timed out after ${step.timeout_minutes} min; the agent is still working on host ${host}`).catch(() => undefined);
+            }, Math.min(step.timeout_minutes * 60_000, 2 ** 31 - 1))
+          : undefined;
+      let view;
+      try {
+        view = await hosts.follow(run.root, host, placed.group_id ?? "", baseBranch, {
+          signal: run.abort.signal,
+          over: () => run.abort.signal.aborted || this.stopped || this.state.stopping,
+          seen: async (member) => {
+            if (!member.agentId || member.agentId === agentState.session_name) return;
+            await this.store.update(() => {
+              agentState.session_name = member.agentId;
+              agentState.session_context_ref = member.worktreeId ?? agentState.session_context_ref;
+              agentState.worktree_path = member.worktreePath ?? agentState.worktree_path;
+              agentState.last_activity = new Date().toISOString();
+            });
+          },
+        });
+      } finally {
+        clearTimeout(timer);
+      }
       if (!view || run.abort.signal.aborted || this.stopped || this.state.stopping) return { kind: "stopped" };
+      if (flagged) {
+        await this.store.update(() => {
+          if (agentState.review_state == null) {
+            agentState.status = "running";
+            agentState.last_message = null;
+          }
+        });
+      }
       const result = hostMemberResult(view);
       if (result.output_source === "file" && result.output.trim() !== "") {
         const file = this.outputFile(run.root, run.ticketId);
