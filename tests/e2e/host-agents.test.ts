@@ -732,6 +732,65 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.ok(["clean", "--worktree", worktreeId]);
   });
 
+  it("a ticket the repository carries (pu did not write it) waits for pu trust: queue.hosts sends nothing to the host before; trusted, it runs there", async () => {
+    scriptedAgentType("clonedmember", GROUP_MEMBER, { default: { slowMs: 20_000 } });
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    const before = readFileSync(config, "utf8");
+    const workflow = path.join(sb.root, ".pu", "workflows", "CLONED.yaml");
+    const ticketFile = path.join(sb.root, ".pu", "tickets", "queue", "CLONED-0001.md");
+    // As a clone brings them: the project's queue.hosts, a workflow, and a ticket pu did not write here.
+    const commit = (files: Record<string, string>, message: string) => {
+      for (const [file, text] of Object.entries(files)) {
+        mkdirSync(path.dirname(file), { recursive: true });
+        writeFileSync(file, text);
+        sb.git(["add", "-f", file]);
+      }
+      sb.git(["commit", "-q", "-m", message]);
+    };
+    onTestFinished(() => {
+      rmSync(workflow, { force: true });
+      rmSync(ticketFile, { force: true });
+      sb.git(["rm", "-q", "--cached", "--ignore-unmatch", workflow, ticketFile]);
+      commit({ [config]: before }, "queue.hosts and the committed ticket gone again");
+    });
+    commit({ [config]: `queue:\n  hosts: [box]\n${before}`, [workflow]: 'steps:\n  - name: run\n    agent: clonedmember\n    prompt: "run {{TITLE}}"\n' }, "tickets run on box");
+    // The person trusts the project's files as they are now (the agent type, the workflow), here and on the host...
+    await sb.ok(["trust"]);
+    await sb.ok(["trust", "--on", "box"]);
+    // ...and then a ticket arrives in the repository (a pull), written by someone else.
+    commit({ [ticketFile]: ["---", "id: CLONED-0001", "type: CLONED", 'title: "from a pull"', "priority: P1", 'created_at: "2020-01-01T00:00:00Z"', "---", "", "work from a pull", ""].join("\n") }, "a ticket from someone else");
+    type StateJson = { agents: { ticket_id: string; host?: string; host_step?: { group_id?: string | null } | null }[] };
+    // state.json is written once the queue first holds work.
+    const inFlight = () => {
+      const file = path.join(sb.home, "state.json");
+      return existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as StateJson).agents.find((a) => a.ticket_id === "CLONED-0001") : undefined;
+    };
+    const hostGroups = () => {
+      const file = `${root}/home/state.json`;
+      const hostState = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { multi_agent_groups?: { settings: { placed_by?: { group_id: string } } }[] }) : {};
+      return (hostState.multi_agent_groups ?? []).filter((g) => g.settings.placed_by?.group_id === "ticket-CLONED-0001");
+    };
+    await waitFor("the committed ticket to be held as untrusted", async () => {
+      const q = await sb.puJson<{ problems: { file: string; message: string }[] }>(["queue"]);
+      return q.problems.some((p) => p.file.endsWith("CLONED-0001.md") && p.message.includes("pu trust")) ? q : undefined;
+    }, 30_000, 100);
+    // Held here: not dispatched, and nothing asked of the host.
+    expect(inFlight()).toBeUndefined();
+    expect(hostGroups()).toEqual([]);
+
+    await sb.ok(["trust"]);
+    const running = await waitFor("the trusted ticket to run on the host", async () => {
+      const a = inFlight();
+      return a?.host_step?.group_id ? a : undefined;
+    }, 60_000, 100).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${await sb.ok(["queue"])}\n${await sb.ok(["ticket", "show", "CLONED-0001"]).catch(String)}`);
+    });
+    expect(running.host).toBe("box");
+    expect(hostGroups()).toHaveLength(1);
+    await sb.ok(["ticket", "cancel", "CLONED-0001"]);
+    await waitFor("the ticket to leave the queue", async () => (inFlight() === undefined ? true : undefined), 30_000, 100);
+  });
+
   it("a plan's workers spread over the host and this machine (--on box,local): the host's run there, their gate runs recorded as evidence here, their work merged into the plan's branch; a control plane SIGKILLed meanwhile follows them again", async () => {
     // Every role is the scripted planbot (its scenario in a file the host's user can read); the worker's
     // agent type and the task gate are in the committed config, so the host's mirror has them too.

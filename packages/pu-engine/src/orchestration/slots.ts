@@ -235,17 +235,12 @@ export class SlotLedger implements LaunchSlots {
 
   // ---- the fair order --------------------------------------------------------------------
 
-  /** Whether anything may start now under the daemon-wide cap (false while the home config is unusable). */
-  async hasRoom(): Promise<boolean> {
-    const limit = await this.maxParallel().catch(() => undefined);
-    return limit !== undefined && this.used() < limit;
-  }
-
   /**
    * Fills free slots from the lines that wait for one: the ticket queue (`nextTicket`: its
    * first ticket with a place to run — `placeFor` names it, from the project's `queue.hosts`) and
    * each owner's requests (in request order). The line served longest ago goes next, so every
-   * release drains groups' and tickets' launches in turn.
+   * release drains groups' and tickets' launches in turn. Nothing starts while
+   * `$PU_HOME/config.yaml` cannot be used (logged once, shown by `pu queue`).
    */
   async fill(nextTicket: (placeFor: (root: string) => Promise<string | undefined>, settingsFor: SettingsFor) => Promise<TicketHead | undefined>, blocked: () => boolean): Promise<void> {
     const limit = await this.maxParallel().catch(() => undefined);

@@ -68,14 +68,15 @@ export class PlanDriver extends PlanHostWorkers {
         const ready = pickTasksToStart(tasks, { maxWorkers: 0, freeSlots: spent !== undefined ? 0 : Number.POSITIVE_INFINITY }).filter((t) => !inFlight.has(t.id));
         const room = session.options.max_workers === 0 ? ready.length : Math.max(0, session.options.max_workers - inFlight.size);
         for (const task of ready.slice(0, room)) inFlight.set(task.id, this.placeWorker(task, places));
-      }
-      const free = places || spent !== undefined || slots.paused() ? 0 : await slots.free(this.root);
-      const picks = places ? [] : pickTasksToStart(tasks, { maxWorkers: session.options.max_workers, freeSlots: free }).filter((t) => !inFlight.has(t.id));
-      for (const task of picks) {
-        // The worker counts against the queue's caps from now until its task settles.
-        const release = slots.take(this.root);
-        await this.markStarted(task.id, LOCAL_PLACE);
-        inFlight.set(task.id, this.runWorker(task).finally(release));
+      } else {
+        const free = spent !== undefined || slots.paused() ? 0 : await slots.free(this.root);
+        const picks = pickTasksToStart(tasks, { maxWorkers: session.options.max_workers, freeSlots: free }).filter((t) => !inFlight.has(t.id));
+        for (const task of picks) {
+          // The worker counts against the queue's caps from now until its task settles.
+          const release = slots.take(this.root);
+          await this.markStarted(task.id, LOCAL_PLACE);
+          inFlight.set(task.id, this.runWorker(task).finally(release));
+        }
       }
       if (inFlight.size === 0) {
         // Nothing running and nothing could start (paused, no slot): wait for a change.

@@ -34,7 +34,8 @@ import type { LaunchSlots } from "../launch-slots.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import type { PlanMergeResult } from "@pu/ipc/protocol";
 import { PLAN_BASE_BRANCH_FIELD, mergePlan, type PlanMergeOptions } from "./plan-merge.js";
-import { createPlan, layoutOf, listPlanIds, readPlan, updatePlan } from "./plan-store.js";
+import { createPlan, layoutOf, listPlanIds, readPlan, readSession, readTasks, updatePlan } from "./plan-store.js";
+import { workerPlaces } from "./plan-host-workers.js";
 import { planTemplateTrustItems, stopRoleAgents } from "./role-agent.js";
 import { PlanDriver } from "./plan-driver.js";
 import { logEntry, type PlanBudgets } from "./plan-phases.js";
@@ -276,7 +277,10 @@ export class PlanService {
 
   /** The session's workers placed on hosts that have an agent there (their usage counts toward the plan's budget). */
   async hostAgents(root: string, sessionId: string): Promise<{ host: string; agentId: string }[]> {
-    const { tasks } = await readPlan(layoutOf(root, sessionId));
+    // Asked on every usage change while the plan has a budget: the task files are read only for a session spread over places.
+    const layout = layoutOf(root, sessionId);
+    if (!workerPlaces(await readSession(layout))) return [];
+    const tasks = await readTasks(layout);
     return tasks.flatMap((t) => (t.placement?.agent_id ? [{ host: t.placement.host, agentId: t.placement.agent_id }] : []));
   }
 

@@ -40,7 +40,8 @@ async function readText(file: string): Promise<string> {
   }
 }
 
-async function readTasks(layout: PlanLayout): Promise<Task[]> {
+/** The session's task files, in id order. */
+export async function readTasks(layout: PlanLayout): Promise<Task[]> {
   let names: string[];
   try {
     names = await fs.readdir(layout.tasksDir);
@@ -57,9 +58,14 @@ async function readTasks(layout: PlanLayout): Promise<Task[]> {
   return tasks.sort((a, b) => compareTaskIds(a.id, b.id));
 }
 
+/** The session file alone (its options never change once the session starts). */
+export async function readSession(layout: PlanLayout): Promise<Session> {
+  return parseSession(await readText(layout.session), layout.session);
+}
+
 /** The session's files as they are on disk (a corrupt file is an error naming it, never repaired). */
 export async function readPlan(layout: PlanLayout): Promise<PlanFiles> {
-  const session = parseSession(await readText(layout.session), layout.session);
+  const session = await readSession(layout);
   const context = parseContext(await readText(layout.context), layout.context);
   return { session, context, tasks: await readTasks(layout) };
 }

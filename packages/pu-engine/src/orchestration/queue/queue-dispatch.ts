@@ -209,8 +209,6 @@ export abstract class QueueDispatch {
    */
   protected async dispatchPass(reason: string): Promise<void> {
     if (this.blocked()) return;
-    // A bad $PU_HOME/config.yaml: nothing starts until it is fixed (logged once, shown by `pu queue`).
-    if ((await this.slots.maxParallel().catch(() => undefined)) === undefined) return;
     const waiting: (TicketView & { root: string })[] = [];
     for (const root of this.state.projects.list()) {
       const scan = await scanTickets(root, ["queue"]).catch((err: unknown) => {
