@@ -395,6 +395,54 @@ skips it ahead and the page says how much, so the agent and other viewers are
 not slowed. The server uses ≈ 0.4–0.5 % CPU idle with a page open on 100
 agents (the daemon 0 %): not yet looked into.
 
+## \`pu status\` start-up again, and this run against the last (issue 22, 2026-11-26)
+
+The full run at b7509b8 read warm \`pu status\` at 1.38× (\`--json\`) and 1.41× (the table) of
+\`node -e 0\`, against 1.21–1.24× when its start-up was last worked on. The status path had not
+grown; the bundle had. \`dist/pu.cjs\` was 834 KB, 570 KB of it zod and yaml (the schemas of
+hosts, usage, trust and plans came with the features), and its code cache 458 KB. \`pu status\`
+initialises neither, yet every start-up read and decoded the whole file, deserialised the
+larger cache, and ran the ~1,000 export getters esbuild hoists to the bundle's top level for
+zod's namespaces (a CPU profile of 10 runs: esbuild's \`__export\` helper alone 1.6 ms of self
+time). Loading the bundle in-process, before → after: read 2.0 → 0.6 ms, cache read 0.7 → 0.4,
+compile with the cache 2.3 → 1.2, top level 3.2 → 0.9.
+
+Fix in pu-cli: zod and yaml go into a bundle of their own, \`dist/pu-vendor.cjs\` with its own
+code cache, loaded the first time a command asks for either (pu.cjs's wrapper answers
+\`require("zod")\` and \`require("yaml")\` from it); \`pu.cjs\` is 262 KB with a 263 KB cache. Wall
+medians of 40 interleaved runs on a quiet machine (\`node -e 0\` 62–64 ms): \`--json\` 1.35× →
+1.22–1.23×, the table 1.38× → 1.22–1.24×, \`pu --version\` 1.22× → 1.11–1.13×; a command that
+does parse a schema or YAML (\`pu host list\`, \`pu agent list\`, 20 runs each) took 90–97 ms
+against 95–100 ms before. This full run: \`--json\` 1.12×, the table 1.21×.
+
+What is left over \`node -e 0\` (≈ 13 ms; CPU profiles, and \`process.uptime()\` marks in bin/pu):
+Node resolving bin/pu's real path ≈ 1 ms, loading the bundle ≈ 3–4 ms, Node's own \`net\` and
+\`stream\` modules (the daemon's socket and a piped stdout need them) ≈ 2–2.5 ms, clipanion's
+parse ≈ 1 ms, msgpackr's set-up ≈ 0.7 ms, connect + hello + the status round trip ≈ 2 ms; the
+rest is the process's exit. The table's target is met or missed by a millisecond or two from
+run to run on this shared machine.
+
+**This run (9a9aca0) against the last full run (b7509b8).** Beside \`pu status\`, the changes in
+between are the hosts' plan workers and tickets, budgets across places, and the review mends
+(the slot ledger reads the daemon-wide cap once per dispatch pass; a plan's host agents are
+looked up from its session file alone unless it spreads over places). Within run-to-run
+spread: the throughput to an attached viewer in MB/s (80-byte lines 49.8 → 50.2, 1 KiB lines
+71.2 → 74.0), keystrokes, spawn 100 (1,560 → 1,719 ms; ranges 1,511–1,833 and 1,610–1,738),
+idle CPU, RSS, real agents' turns, plans per task (0.96× → 1.00×), groups, the queue (197 →
+199 tickets/min, 139 → 133 ms CPU per ticket), IPC, web, usage. \`pu logs --follow\` on 80-byte
+lines read 0.81× (0.66× last time; the same code on that path). The 1 KiB ratios fell to
+0.65× / 0.64× although pu delivered the same or more: the direct node-pty reference read
+114 MB/s (100–118) against 88 MB/s (84–99) last time — the reason each shape's ratio moves
+several points between runs. Worse beyond spread in this run: the throughput from an agent on
+a host, 34.1 MiB/s (32.0–36.8) against 48.3 (40.0–53.6). Measured again alone
+(\`BENCH_ONLY=hosts\`), main gave 40.0 MiB/s (37.1–40.5) and b7509b8, built in a worktree of its
+own, 41.1 MiB/s (38.2–41.7): the code did not change it; the full run's figure and the last
+one's top are the machine.
+
+Still short of the targets: the throughput to an attached viewer on 80-byte lines (0.77×), and
+on 1 KiB lines in this run (see above); where the daemon's time per byte goes is said under
+"Throughput on two line shapes".
+
 ## Usage and budgets (issue 26)
 
 \`bench/usage.mjs\` (full run above): 30 agents whose stand-in for Claude Code appends a line to
