@@ -156,8 +156,10 @@ export async function startDaemon(home, env = process.env) {
   const fd = openSync(errFile, "a");
   let child;
   try {
-    // PU_BENCH_DAEMON_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the daemon.
-    const nodeArgs = (process.env.PU_BENCH_DAEMON_NODE_ARGS ?? "").split(" ").filter(Boolean);
+    // Started as `pu` starts it (its Node flags), plus PU_BENCH_DAEMON_NODE_ARGS: e.g.
+    // "--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the daemon.
+    const { DAEMON_NODE_FLAGS } = await import(pathToFileURL(path.join(REPO, "packages/pu-core/dist/daemon-process.js")).href);
+    const nodeArgs = [...DAEMON_NODE_FLAGS, ...(process.env.PU_BENCH_DAEMON_NODE_ARGS ?? "").split(" ").filter(Boolean)];
     child = spawn(process.execPath, [...nodeArgs, ENGINE_BIN, "--home", home], { stdio: ["ignore", fd, fd], env: { ...env, PU_HOME: home } });
   } finally {
     closeSync(fd);

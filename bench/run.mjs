@@ -443,6 +443,22 @@ Still short of the targets: the throughput to an attached viewer on 80-byte line
 on 1 KiB lines in this run (see above); where the daemon's time per byte goes is said under
 "Throughput on two line shapes".
 
+**Later the same day: the daemon's young generation.** A system-wide \`perf record\` of one
+200 MiB run (80-byte lines, daemon → attached viewer) put ≈ 10 % of the machine's samples in
+the daemon's V8 helper threads (concurrent marking, sweeping) — the direct reader had none —
+and \`--trace-gc\` showed why the figure swings from run to run: some runs took 17–27 full
+mark-compacts per 200 MiB, others 1–2, with the old generation sitting just under its limit.
+Starting the daemon with \`--min-semi-space-size=16\` (\`@pu/core/daemon-process\`; \`pu\` and this
+bench both start it so) left 1 full collection in every run measured. 80-byte lines, four
+single runs each: 51–58 MB/s without, 58–67 MB/s with. \`throughput.mjs\`, 200 MiB × 3, without
+→ with, same hour: to the viewer 52.0 → 54.1 MB/s (80-byte) and 64.6 → 104.5 MB/s (1 KiB);
+\`pu logs --follow\` 52.6 → 54.5 and 67.4 → 86.8 MB/s; a third run with it: 57.4 and 95.6 MB/s
+to the viewer (0.77× and 0.81× of a direct reference that read 75 and 118 MB/s in that run).
+The cost is memory: an idle daemon 88 → 103 MiB RSS, with 100 agents 146 → 148 MiB
+(\`BENCH_ONLY=agents\`). The ratios still move with the direct reference, which itself reads
+65–75 MB/s (80-byte) and 88–118 MB/s (1 KiB) from run to run on this machine; the table above
+is from before this change.
+
 ## Usage and budgets (issue 26)
 
 \`bench/usage.mjs\` (full run above): 30 agents whose stand-in for Claude Code appends a line to

@@ -1,7 +1,8 @@
 // The daemon's life as a user drives it: auto-start, `pu daemon stop` (agents, pid and
 // socket gone), auto-start again, `pu daemon restart`, and a PU_HOME it cannot use.
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { DAEMON_NODE_FLAGS } from "@pu/core/daemon-process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAKE_AGENT_COMMAND, PuSandbox } from "../helpers/pu-sandbox.js";
 import { runPuOnPty } from "../helpers/pty-pu.js";
@@ -44,6 +45,9 @@ describe("pu daemon end to end", { timeout: 120_000 }, () => {
     expect(health.pid).not.toBe(first);
     expect(isProcessAlive(health.pid)).toBe(true);
     expect(sb.noteDaemonPid()).toBe(health.pid);
+    // Started with the daemon's Node flags (its young generation; see @pu/core/daemon-process).
+    const argv = readFileSync(`/proc/${health.pid}/cmdline`, "utf8").split("\0");
+    expect(argv.slice(1, 1 + DAEMON_NODE_FLAGS.length)).toEqual(DAEMON_NODE_FLAGS);
     // Shutdown records the agents it stopped as suspended, so `pu play` can bring them back.
     const after = await sb.agent(agent.agentId);
     expect(after).toMatchObject({ live: false, suspended: true, status: "waiting" });

@@ -1,6 +1,7 @@
 import { closeSync, openSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { DAEMON_NODE_FLAGS } from "@pu/core/daemon-process";
 import { isPuError, PuError } from "@pu/core/errors";
 import { ensurePuHome, logPath, pidPath, puHome, socketPath } from "@pu/core/paths";
 import { connectClient, type Client } from "@pu/ipc/client";
@@ -99,7 +100,7 @@ export async function startDaemonProcess(home: string): Promise<number | undefin
   const { spawn } = await import("node:child_process");
   const log = openSync(logPath(home), "a", 0o600);
   try {
-    const child = spawn(process.execPath, [daemonBinPath(), "--home", home], {
+    const child = spawn(process.execPath, [...DAEMON_NODE_FLAGS, daemonBinPath(), "--home", home], {
       detached: true,
       stdio: ["ignore", log, log],
       // The git hooks the daemon installs in worktrees call back into this CLI (`pu gate`).
