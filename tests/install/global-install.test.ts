@@ -73,7 +73,8 @@ describe("pu installed from the packed tarballs", () => {
     expect(daemonPid).toBeDefined();
     // The daemon the installed CLI started is the installed engine.
     const cmdline = readFileSync(`/proc/${daemonPid}/cmdline`, "utf8").split("\0");
-    expect(cmdline[1]).toBe(path.join(prefix, "lib/node_modules/@pu/engine/bin/pu-engine"));
+    // Node's own flags (the daemon's young generation) come first; the script is the first argument after them.
+    expect(cmdline.slice(1).find((arg) => !arg.startsWith("--"))).toBe(path.join(prefix, "lib/node_modules/@pu/engine/bin/pu-engine"));
     expect(cmdline.join(" ")).not.toContain(REPO_ROOT);
 
     const report = JSON.parse(await puOk(["status", "--json"])) as StatusJson;

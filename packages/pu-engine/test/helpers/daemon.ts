@@ -6,6 +6,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
+import { DAEMON_NODE_FLAGS } from "@pu/core/daemon-process";
 import type { AgentEntry, Manifest } from "@pu/core/manifest";
 import { connectClient, type Client } from "@pu/ipc/client";
 import type { EventFrame } from "@pu/ipc/protocol";
@@ -99,9 +100,9 @@ export async function waitFor<T>(what: string, check: () => T | Promise<T>, time
   }
 }
 
-/** Starts bin/pu-engine for `home` and waits until it answers a hello. */
+/** Starts bin/pu-engine for `home` (with the Node flags `pu` starts it with) and waits until it answers a hello. */
 export async function startTestDaemon(home: string = makeTempHome(), extraArgs: string[] = ["--home", home]): Promise<TestDaemon> {
-  const proc = spawn(process.execPath, [DAEMON_BIN, ...extraArgs], {
+  const proc = spawn(process.execPath, [...DAEMON_NODE_FLAGS, DAEMON_BIN, ...extraArgs], {
     env: daemonEnv(home),
     stdio: ["ignore", "ignore", "pipe"],
   });
