@@ -59,6 +59,11 @@ function agentView(state: EngineState, entry: AgentEntry, worktreeId: string | u
   };
   if (worktreeId) view.worktreeId = worktreeId;
   if (readiness.waitingReason) view.waitingReason = readiness.waitingReason;
+  // The process is gone but its exit is not in the manifest yet (being written, or the disk
+  // refused it): the code a broken agent reports comes from the process, like its status.
+  if (live && readiness.status === "broken" && live.session.exitCode !== null && entry.exitCode === undefined && !entry.suspended && (entry.pid === undefined || entry.pid === live.session.pid)) {
+    view.exitCode = live.session.exitCode;
+  }
   // The screen as last parsed (at most SCREEN_FLUSH_MS behind): status never waits for a parse.
   if (live && (entry.pid === undefined || entry.pid === live.session.pid)) {
     const screen = live.session.screen;

@@ -128,7 +128,7 @@ describe("manifest directory faults", () => {
     const again = await s.client.request("kill", { projectRoot: s.repo.root, target: s.agentId });
     expect(again.skipped).toEqual([{ agentId: s.agentId, reason: expect.stringContaining("already exited") }]);
     const status = await s.client.request("status", { projectRoot: s.repo.root });
-    expect(status.agents[s.agentId]).toMatchObject({ status: "broken", storedStatus: "streaming", live: false });
+    expect(status.agents[s.agentId]).toMatchObject({ status: "broken", storedStatus: "streaming", live: false, exitCode: expect.any(Number) });
 
     unmountAll();
     await waitFor(
