@@ -237,6 +237,18 @@ describe("work queue", () => {
     expect(completed.summary).toContain("slept 4000");
   }, 60_000);
 
+  it("a step timeout longer than setTimeout can hold (40,000 min) does not flag the ticket at once", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(root, "TASK", `steps:\n  - name: long\n    prompt: "sleep 1500"\n    timeout_minutes: 40000\n`);
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "long one", ticketType: "TASK" });
+    await waitDone(client, root, "TASK-0001");
+    trackAgents(root);
+    expect(daemonLog(daemon.home).filter((e) => e.event === "ticket_awaiting_input")).toHaveLength(0);
+    const completed = await waitFor("the completed record", () => readState(daemon.home).completed[0]);
+    expect(completed.summary).toContain("slept 1500");
+  }, 60_000);
+
   it("a gate out of retries waits for a person; a silent busy agent is reported hung once", async () => {
     const { daemon, client, root } = await setup(`${FAKE_CONFIG}queue:\n  hungAfterMinutes: 0.02\n`);
     writeWorkflow(root, "TASK", `steps:\n  - name: check\n    prompt: "echo try"\n    gate: { run: "echo never passes; exit 3" }\n    max_retries: 1\n  - name: quiet\n    prompt: "sleep 3000"\n`);

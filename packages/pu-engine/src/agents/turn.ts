@@ -11,6 +11,7 @@
  */
 import { interruptKeysOf, submitPauseMs } from "@pu/core/agent-types";
 import type { TurnSignalKind } from "@pu/core/agent-readiness";
+import { setLongTimeout } from "@pu/core/long-timeout";
 import { deliverPrompt, type DeliverPromptOptions } from "./launch-command.js";
 import type { EngineState } from "../state.js";
 import { sessionStatus, type LiveAgent } from "../session/live-agent.js";
@@ -161,11 +162,11 @@ export function interruptTurn(state: EngineState, live: LiveAgent): void {
 /** The turn, or `timed_out` once `timeoutMs` has passed with the agent still at it (it keeps running). */
 export function withTurnTimeLimit(turnDone: Promise<TurnResult>, timeoutMs: number | undefined): Promise<TurnResult> {
   if (timeoutMs === undefined) return turnDone;
-  let timer: NodeJS.Timeout | undefined;
+  let cancel: (() => void) | undefined;
   const limit = new Promise<TurnResult>((resolve) => {
-    timer = setTimeout(() => resolve({ outcome: "timed_out", output: "", fromOffset: 0, toOffset: 0, durationMs: timeoutMs }), Math.min(timeoutMs, 2 ** 31 - 1));
+    cancel = setLongTimeout(() => resolve({ outcome: "timed_out", output: "", fromOffset: 0, toOffset: 0, durationMs: timeoutMs }), timeoutMs);
   });
-  return Promise.race([turnDone, limit]).finally(() => clearTimeout(timer));
+  return Promise.race([turnDone, limit]).finally(() => cancel?.());
 }
 
 /** The last `count` non-blank lines of the agent's screen, once its model has caught up with the output. */

@@ -28,13 +28,12 @@ import { isPuError, PuError } from "@pu/core/errors";
 import { puDir } from "@pu/core/paths";
 import { missedRuns, nextRun, type RecurrenceSpec } from "@pu/core/recurrence";
 import { scheduleTrustItem } from "@pu/core/trust";
+import { MAX_TIMER_MS } from "@pu/core/long-timeout";
 import type { EngineState } from "../state.js";
 import { agentDefinitionSpawnFields, definitionScopes, type SpawnFields } from "./definitions.js";
 import { spawnAgent } from "./spawn.js";
 import { runSwarm } from "./swarm.js";
 
-/** setTimeout's limit; a longer delay fires at once. An early wake-up just re-arms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 interface DueSchedule {
   root: string;
@@ -98,6 +97,7 @@ export class Scheduler {
       }
     }
     if (this.stopped || !earliest) return;
+    // An early wake-up (a due date past setTimeout's limit) just scans and re-arms.
     const delay = Math.min(Math.max(0, earliest.due.getTime() - Date.now()), MAX_TIMER_MS);
     this.timer = setTimeout(() => void this.enqueue("fire", "timer"), delay);
     this.state.log.event("scheduler_armed", { reason, next: earliest.name, projectRoot: earliest.root, due: earliest.due.toISOString() });

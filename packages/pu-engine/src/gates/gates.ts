@@ -7,6 +7,7 @@ import { constants as osConstants } from "node:os";
 import path from "node:path";
 import writeFileAtomic from "write-file-atomic";
 import { puDir } from "@pu/core/paths";
+import { setLongTimeout } from "@pu/core/long-timeout";
 import type { GateRun } from "@pu/ipc/protocol";
 
 /** Output kept per gate run (the tail: failures print their reason last). */
@@ -84,11 +85,11 @@ export function runGate(gate: GateCommand): Promise<GateOutcome> {
       signalGroup(child.pid, "SIGTERM");
       killTimer = setTimeout(() => signalGroup(child.pid, "SIGKILL"), GATE_KILL_GRACE_MS);
     };
-    const timeout = setTimeout(() => {
+    const cancelTimeout = setLongTimeout(() => {
       timedOut = true;
       output.push(Buffer.from(`\n[pu: gate timed out after ${gate.timeoutSeconds}s; stopped]\n`));
       stopGroup();
-    }, Math.min(gate.timeoutSeconds * 1000, 2 ** 31 - 1));
+    }, gate.timeoutSeconds * 1000);
     const onAbort = (): void => {
       aborted = true;
       stopGroup();
@@ -102,7 +103,7 @@ export function runGate(gate: GateCommand): Promise<GateOutcome> {
     const finish = (exitCode: number | null): void => {
       if (settled) return;
       settled = true;
-      clearTimeout(timeout);
+      cancelTimeout();
       clearTimeout(killTimer);
       gate.signal?.removeEventListener("abort", onAbort);
       // Whatever the shell left running in its group must not outlive the gate.

@@ -58,15 +58,7 @@ export abstract class QueueHostSteps extends QueueSteps {
         });
         placed = { ...asked, group_id: groupId };
       }
-      // timeout_minutes, as for a step here: the ticket is flagged awaiting_input once; the agent goes on.
-      let flagged = false;
-      const timer =
-        step.timeout_minutes !== undefined
-          ? setTimeout(() => {
-              flagged = true;
-              void this.markAwaiting(run, null, `step ${step.name} timed out after ${step.timeout_minutes} min; the agent is still working on host ${host}`).catch(() => undefined);
-            }, Math.min(step.timeout_minutes * 60_000, 2 ** 31 - 1))
-          : undefined;
+      const watch = this.watchStep(run, step, ` on host ${host}`);
       let view;
       try {
         view = await hosts.follow(run.root, host, placed.group_id ?? "", baseBranch, {
@@ -83,17 +75,10 @@ export abstract class QueueHostSteps extends QueueSteps {
           },
         });
       } finally {
-        clearTimeout(timer);
+        watch.stop();
       }
       if (!view || run.abort.signal.aborted || this.stopped || this.state.stopping) return { kind: "stopped" };
-      if (flagged) {
-        await this.store.update(() => {
-          if (agentState.review_state == null) {
-            agentState.status = "running";
-            agentState.last_message = null;
-          }
-        });
-      }
+      await watch.unflag();
       const result = hostMemberResult(view);
       if (result.output_source === "file" && result.output.trim() !== "") {
         const file = this.outputFile(run.root, run.ticketId);

@@ -6,24 +6,22 @@ import { loadConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
 import { aggregatedText, isGroupFinished } from "@pu/core/group";
 import { lowerLimit } from "@pu/core/usage";
-import type { CompletedTicket } from "@pu/core/operator-state";
-import { puDir, worktreesDir } from "@pu/core/paths";
+import { MAX_TIMER_MS, setLongTimeout } from "@pu/core/long-timeout";
+import { puDir } from "@pu/core/paths";
 import { renderTemplate } from "@pu/core/template";
-import { ticketTrustKey } from "@pu/core/trust";
 import { stepAgent, type WorkflowStep } from "@pu/core/workflow";
 import type { TicketView } from "@pu/ipc/protocol";
 import type { LiveAgent } from "../../session/live-agent.js";
-import { stopAgents, stopFinishedAgents } from "../../agents/stop.js";
+import { stopFinishedAgents } from "../../agents/stop.js";
 import { startTurn, type TurnResult } from "../../agents/turn.js";
-import { mergeWorktree } from "../../git/merge.js";
 import { nowIso } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/gates.js";
-import { appendHistory, findTicket, moveTicket } from "./tickets.js";
+import { appendHistory, findTicket } from "./tickets.js";
 import { ticketStillTrusted } from "./ticket-trust.js";
-import { COMPLETED_KEPT, FIX_OUTPUT_BYTES, NEEDS_DECISION, REVIEW_STATES, runKey, stripTerminal, exists, resolvesOutside, editedSinceTrusted, type Decision, type TicketRun, type StepOutcome } from "./queue-run.js";
-import { QueueDispatch } from "./queue-dispatch.js";
+import { FIX_OUTPUT_BYTES, NEEDS_DECISION, REVIEW_STATES, exists, resolvesOutside, editedSinceTrusted, type Decision, type TicketRun, type StepOutcome } from "./queue-run.js";
+import { QueueEnd } from "./queue-end.js";
 
-export abstract class QueueSteps extends QueueDispatch {
+export abstract class QueueSteps extends QueueEnd {
   // A step of a ticket placed on a host: QueueHostSteps (queue-host-steps.ts).
   protected abstract runHostStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome>;
 
@@ -241,55 +239,71 @@ export abstract class QueueSteps extends QueueDispatch {
   protected async stepTurn(run: TicketRun, live: LiveAgent, step: WorkflowStep, text: string): Promise<"waiting" | "stopped" | string> {
     const { hungAfterMinutes } = await this.slots.projectSettings(run.root);
     const started = startTurn(this.state, live, text, { signal: run.abort.signal });
-    let flagged = false;
-    const flag = (message: string) => {
-      if (flagged) return;
-      flagged = true;
-      void this.markAwaiting(run, null, message).catch(() => undefined);
-    };
+    const watch = this.watchStep(run, step, "");
     let lastOutput = Date.now();
     let hungTimer: NodeJS.Timeout | undefined;
     const hungMs = hungAfterMinutes * 60_000;
     const armHung = () => {
       clearTimeout(hungTimer);
       hungTimer = setTimeout(() => {
-        if (Date.now() - lastOutput >= hungMs) flag(`the agent's screen has not changed for ${hungAfterMinutes} min while it is busy (step ${step.name})`);
+        if (Date.now() - lastOutput >= hungMs) watch.flag(`the agent's screen has not changed for ${hungAfterMinutes} min while it is busy (step ${step.name})`);
         else armHung();
-      }, Math.min(hungMs, 2 ** 31 - 1));
+      }, Math.min(hungMs, MAX_TIMER_MS));
     };
     // The rendered screen, not raw output: a TUI redrawing the same frame is as stuck as a silent one.
     const offOutput = live.session.screen.onChange(() => {
       lastOutput = Date.now();
     });
     armHung();
-    const stepTimer =
-      step.timeout_minutes !== undefined
-        ? setTimeout(() => flag(`step ${step.name} timed out after ${step.timeout_minutes} min; the agent is still working`), step.timeout_minutes * 60_000)
-        : undefined;
     let result: TurnResult;
     try {
       result = await started.done;
     } finally {
-      clearTimeout(stepTimer);
+      watch.stop();
       clearTimeout(hungTimer);
       offOutput();
     }
     // Cancelled or shutting down: whatever the turn saw (an exit, most likely) is not the agent's doing.
     if (result.outcome === "aborted" || run.abort.signal.aborted || this.stopped || this.state.stopping) return "stopped";
-    if (flagged && result.outcome === "waiting") {
-      await this.store.update(() => {
-        const a = this.agentStateOf(run);
-        if (a && a.review_state == null) {
-          a.status = "running";
-          a.last_message = null;
-        }
-      });
-    }
     if (result.outcome === "waiting") {
+      await watch.unflag();
       await this.touch(run, live);
       return "waiting";
     }
     return `the agent ${live.agentId} exited (code ${result.exitCode ?? "?"}) during step ${step.name}`;
+  }
+
+  /**
+   * Watches one run of a step, here or on a host: once its timeout_minutes pass, the ticket is
+   * flagged awaiting_input (at most once, whatever flags it); the agent goes on. `stop` ends the
+   * watch; `unflag`, when the step's agent finished its turn, puts a flagged ticket back to running.
+   */
+  protected watchStep(run: TicketRun, step: WorkflowStep, where: string): StepWatch {
+    let flagged = false;
+    const flag = (message: string): void => {
+      if (flagged) return;
+      flagged = true;
+      void this.markAwaiting(run, null, message).catch(() => undefined);
+    };
+    const stopTimer =
+      step.timeout_minutes !== undefined
+        ? setLongTimeout(() => flag(`step ${step.name} timed out after ${step.timeout_minutes} min; the agent is still working${where}`), step.timeout_minutes * 60_000)
+        : undefined;
+    return {
+      flag,
+      stop: () => stopTimer?.(),
+      unflag: async () => {
+        stopTimer?.();
+        if (!flagged) return;
+        await this.store.update(() => {
+          const a = this.agentStateOf(run);
+          if (a && a.review_state == null) {
+            a.status = "running";
+            a.last_message = null;
+          }
+        });
+      },
+    };
   }
 
   /** Records activity and the screen's hash (change detection across restarts). */
@@ -383,108 +397,17 @@ export abstract class QueueSteps extends QueueDispatch {
     return { kind: "reject", reason: decision.reason, ...(decision.step !== undefined ? { step: decision.step } : {}) };
   }
 
-  // ---- the end of a ticket -----------------------------------------------------------------
-
-  protected async complete(run: TicketRun): Promise<void> {
-    const ticket = await findTicket(run.root, run.ticketId);
-    let summary = "";
-    try {
-      summary = (await readFile(this.outputFile(run.root, run.ticketId), "utf8")).trim();
-    } catch {
-      // no output file: the agent's last screen lines
-    }
-    if (!summary && run.live) {
-      const tail = run.live.session.ring.tail(8192).data.toString("utf8");
-      summary = stripTerminal(tail).split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-10).join("\n");
-    }
-    let note: string | undefined;
-    if (run.workflow.finish === "merge") note = await this.mergeTicketWorktree(run);
-    if (note !== undefined && note.startsWith("merge failed")) return this.fail(run, note);
-    await this.finish(run, "done", summary.slice(0, 4000), Array.isArray(ticket.output_tickets) ? (ticket.output_tickets as string[]) : [], note);
-  }
-
-  protected async fail(run: TicketRun, message: string): Promise<void> {
-    this.state.log.event("ticket_failed", { projectRoot: run.root, ticketId: run.ticketId, message });
-    await this.finish(run, "failed", `failed: ${message}`, [], message);
-  }
-
-  /** Moves the ticket to done/, keeps a completed record, frees the slot (the worktree stays). */
-  protected async finish(run: TicketRun, outcome: "done" | "failed" | "cancelled", summary: string, outputTickets: string[], note?: string): Promise<void> {
-    // Once per ticket: a cancel racing the ticket's own end (or failure) must not record it twice.
-    if (run.finished) return;
-    run.finished = true;
-    const live = run.live;
-    if (live && live.session.exitCode === null) {
-      if (outcome === "done") {
-        await stopFinishedAgents([live], "queue");
-      } else {
-        await stopAgents([live], "kill");
-      }
-    }
-    const agentState = this.agentStateOf(run);
-    const record: CompletedTicket = {
-      ticket_id: run.ticketId,
-      ticket_type: agentState?.ticket_type ?? run.ticketId.split("-")[0] ?? "",
-      project: run.root,
-      summary,
-      completed_at: nowIso(),
-      pr_url: null,
-      output_tickets: outputTickets,
-    };
-    await this.store.update((s) => {
-      s.agents = s.agents.filter((a) => a !== agentState);
-      s.completed = [...s.completed, record].slice(-COMPLETED_KEPT);
-    });
-    // After the record: a crash in between leaves an in-progress ticket with a completed record,
-    // which the next start moves on to done/ (see settleUntracked).
-    await moveTicket(run.root, run.ticketId, "in-progress", "done").catch((err: unknown) =>
-      this.state.log.event("ticket_move_failed", { projectRoot: run.root, ticketId: run.ticketId, error: err }),
-    );
-    await appendHistory(run.root, run.ticketId, { event: outcome, ...(note !== undefined ? { note } : {}) }).catch(() => undefined);
-    this.runs.delete(runKey(run.root, run.ticketId));
-    await this.forgetTrust(run.root, run.ticketId);
-    this.state.log.event("queue_slot_freed", { projectRoot: run.root, ticketId: run.ticketId, outcome, used: this.store.state.agents.length });
-    this.state.events.emit("ticket_changed", { projectRoot: run.root, ticketId: run.ticketId, kind: outcome, ...(note !== undefined ? { message: note } : {}) });
-    this.kick("slot freed");
-  }
-
-  /** A ticket in done/ never runs again: its trust record goes (trust.json stays small). */
-  protected async forgetTrust(root: string, ticketId: string): Promise<void> {
-    await this.state.trust.forget(root, [ticketTrustKey(ticketId)]).catch((err: unknown) => this.state.log.event("trust_forget_failed", { projectRoot: root, ticketId, error: err }));
-  }
-
-  protected async mergeTicketWorktree(run: TicketRun): Promise<string> {
-    const worktreeId = this.agentStateOf(run)?.session_context_ref;
-    if (!worktreeId) return "merge failed: the ticket has no worktree";
-    const m = await this.state.store.read(run.root);
-    const wt = m.worktrees[worktreeId];
-    if (!wt?.baseBranch) return "merge failed: the worktree has no base branch";
-    try {
-      const outcome = await mergeWorktree({
-        projectRoot: run.root,
-        path: wt.path,
-        branch: wt.branch,
-        baseBranch: wt.baseBranch,
-        strategy: "merge",
-        worktreesDir: worktreesDir(run.root),
-        ignoreUntracked: (await loadConfig(run.root)).envFiles,
-      });
-      await this.state.updateManifest(run.root, (fresh) => {
-        const entry = fresh.worktrees[worktreeId];
-        if (entry && !outcome.alreadyUpToDate) {
-          entry.status = "merged";
-          entry.mergedAt = nowIso();
-        }
-      });
-      return outcome.alreadyUpToDate ? "nothing to merge" : `merged into ${wt.baseBranch}`;
-    } catch (err) {
-      return `merge failed: ${(err as Error).message}`;
-    }
-  }
-
 }
 
 /** `{ [key]: limit }`, or nothing when no limit is set. */
 function limitField<K extends string>(key: K, limit: number | undefined): Partial<Record<K, number>> {
   return limit === undefined ? {} : ({ [key]: limit } as Record<K, number>);
+}
+
+/** One step run's watch (QueueSteps.watchStep). */
+export interface StepWatch {
+  /** Flags the ticket awaiting_input with `message`, unless this step run already did. */
+  flag(message: string): void;
+  stop(): void;
+  unflag(): Promise<void>;
 }
