@@ -88,4 +88,15 @@ describe("waiting reasons", { timeout: 120_000 }, () => {
     expect(await sb.logs(agentId)).toContain("screen answer");
     expect(seen.filter((s) => s.startsWith("waiting")).length).toBe(1);
   });
+
+  it("a Claude-type CLI that kept a typed prompt in its input box (its Enter read as part of a paste) gets one more Enter", async () => {
+    const { agentId } = await sb.spawnAgent(["--root", "--agent", "claude", "PASTED WORK 300 taken on the second Enter"]);
+    await sb.waitForLogs(agentId, "● taken on the second Enter", 30_000);
+    const done = await sb.waitForAgent(agentId, "waiting after its answer", (a) => a.status === "waiting", 20_000);
+    expect(done.waitingReason).toBe("turn_end");
+    const resubmits = readFileSync(path.join(sb.home, "daemon.log"), "utf8")
+      .split("\n")
+      .filter((line) => line.includes('"prompt_resubmitted"') && line.includes(agentId));
+    expect(resubmits).toHaveLength(1);
+  });
 });

@@ -14,7 +14,7 @@ import type { TurnSignalKind } from "@pu/core/agent-readiness";
 import { setLongTimeout } from "@pu/core/long-timeout";
 import { deliverPrompt, type DeliverPromptOptions } from "./launch-command.js";
 import type { EngineState } from "../state.js";
-import { sessionStatus, type LiveAgent } from "../session/live-agent.js";
+import { sessionReadiness, sessionStatus, type LiveAgent } from "../session/live-agent.js";
 
 /** After output, it must be quiet this long before "is it waiting?" is asked. */
 const REPLY_SETTLE_MS = 150;
@@ -56,10 +56,47 @@ export function startTurn(state: EngineState, live: LiveAgent, text: string, opt
     state.log.event("prompt_delivery_failed", { projectRoot: live.projectRoot, agentId: live.agentId, error: err });
     return false;
   });
-  const done = typed.then((ok) =>
-    ok ? awaitAnswer(state, live, live.session.ring.endOffset, { ...options, startedAt }) : finish(live, "exited", live.session.ring.endOffset, startedAt),
-  );
+  const done = typed.then(async (ok) => {
+    if (!ok) return finish(live, "exited", live.session.ring.endOffset, startedAt);
+    const stopChecking = checkSubmitTaken(state, live);
+    try {
+      return await awaitAnswer(state, live, live.session.ring.endOffset, { ...options, startedAt });
+    } finally {
+      stopChecking();
+    }
+  });
   return { typed, done };
+}
+
+/**
+ * How long a CLI with pu's turn hooks may take to signal the start of a typed prompt's turn.
+ * Its UserPromptSubmit hook runs before anything else of the turn, so a longer silence (and a
+ * screen never seen busy) means the Enter was not taken: a loaded machine can deliver the text
+ * and the Enter as one burst, which such a CLI reads as a paste and keeps in its input box.
+ */
+export const SUBMIT_TAKEN_WITHIN_MS = 5000;
+
+/**
+ * Presses Enter once more if the typed prompt's turn has not begun within SUBMIT_TAKEN_WITHIN_MS
+ * (for a CLI whose turn hooks pu installed; others give no such signal). Never while a
+ * permission dialog may be up: an Enter there would answer it. Returns the cancel.
+ */
+function checkSubmitTaken(state: EngineState, live: LiveAgent): () => void {
+  if (!live.hooked) return () => undefined;
+  const { session } = live;
+  const submittedAt = session.submittedAt;
+  const timer = setTimeout(() => {
+    // Exited, or an Enter came from elsewhere since (a person, a later turn): not ours to repeat.
+    if (session.exitCode !== null || session.submittedAt !== submittedAt) return;
+    const signal = live.turnSignal;
+    if (signal && (signal.at >= submittedAt || signal.kind === "permission")) return;
+    // Asked now, so a busy screen this very moment counts too.
+    if (sessionReadiness(live).waitingReason === "permission") return;
+    if (live.busySeenAfter !== undefined && live.busySeenAfter >= submittedAt) return;
+    state.log.event("prompt_resubmitted", { projectRoot: live.projectRoot, agentId: live.agentId, afterMs: Date.now() - submittedAt });
+    session.write("\r");
+  }, SUBMIT_TAKEN_WITHIN_MS);
+  return () => clearTimeout(timer);
 }
 
 /** `startTurn` for callers that only need the end of the turn. */
@@ -81,14 +118,14 @@ export function awaitAnswer(
   const { session } = live;
   return new Promise<TurnResult>((resolve) => {
     let settleTimer: NodeJS.Timeout | undefined;
-    let limitTimer: NodeJS.Timeout | undefined;
+    let cancelLimit: (() => void) | undefined;
     const cleanups: (() => void)[] = [];
     let over = false;
     const end = (outcome: TurnResult["outcome"]) => {
       if (over) return;
       over = true;
       clearTimeout(settleTimer);
-      clearTimeout(limitTimer);
+      cancelLimit?.();
       for (const off of cleanups) off();
       resolve(finish(live, outcome, fromOffset, startedAt));
     };
@@ -115,7 +152,7 @@ export function awaitAnswer(
       options.signal.addEventListener("abort", onAbort, { once: true });
       cleanups.push(() => options.signal?.removeEventListener("abort", onAbort));
     }
-    if (options.timeoutMs !== undefined) limitTimer = setTimeout(() => end("timed_out"), options.timeoutMs);
+    if (options.timeoutMs !== undefined) cancelLimit = setLongTimeout(() => end("timed_out"), options.timeoutMs);
     // It may have answered (and gone quiet) while the typing finished.
     judge();
   });
