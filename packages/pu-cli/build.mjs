@@ -47,17 +47,12 @@ const VENDORED = ["zod", "yaml"];
 /**
  * The start of pu.cjs's wrapper: esbuild writes each external import as a plain
  * `require(name)`, so the wrapper's own `require` answers the vendored names from
- * pu-vendor.cjs (compiled with its code cache, once) and passes every other name to Node's.
+ * pu-vendor.cjs (once, through the runCached bin/pu passes in) and passes every other name to Node's.
  */
 const vendorLoader = `let puVendor;
 const require = (id) => (${JSON.stringify(VENDORED)}.includes(id) ? (puVendor ??= loadPuVendor())[id] : nodeRequire(id));
 function loadPuVendor() {
-  const fs = nodeRequire("node:fs"), vm = nodeRequire("node:vm"), file = nodeRequire("node:path").join(__dirname, "pu-vendor.cjs");
-  let cachedData;
-  try { cachedData = fs.readFileSync(file + ".cache"); } catch {}
-  const vendor = { exports: {} };
-  new vm.Script(fs.readFileSync(file, "utf8"), { filename: file, cachedData }).runInThisContext()(vendor.exports, nodeRequire, vendor, file, __dirname);
-  return vendor.exports;
+  return runCached(nodeRequire("node:path").join(__dirname, "pu-vendor.cjs"), nodeRequire).exports;
 }`;
 function vendoredExternal() {
   const bare = new RegExp(`^(${VENDORED.join("|")})$`);
@@ -154,15 +149,16 @@ const { metafile } = await build({
   plugins: [preferEsmSiblings(["clipanion", "typanion"]), lazyClipanionContext(), vendoredExternal()],
   // `import("node:child_process")` becomes a lazy require: a vm.Script has no ESM loader hook.
   supported: { "dynamic-import": false },
-  // The file is one function expression, compiled by bin/pu with vm.Script (so V8's code cache
-  // applies) and called with CommonJS's module arguments. daemon-client.ts finds bin/pu and the
-  // daemon through import.meta, which a CommonJS bundle does not have: these stand in for it.
+  // The file is one function expression, compiled by bin/pu's runCached with vm.Script (so V8's
+  // code cache applies) and called with CommonJS's module arguments and runCached itself.
+  // daemon-client.ts finds bin/pu and the daemon through import.meta, which a CommonJS bundle
+  // does not have: these stand in for it.
   // pu-ipc's client times requests out with performance.now(); Node's global `performance` loads
   // perf_hooks (nine modules, ~0.6 ms of every command) the first time it is read, so the bundle
   // gets the same monotonic milliseconds from process.hrtime (only differences are ever used).
   banner: {
     js: [
-      "(function (exports, nodeRequire, module, __filename, __dirname) {\"use strict\";",
+      "(function (exports, nodeRequire, module, __filename, __dirname, runCached) {\"use strict\";",
       vendorLoader,
       'const __puImportMetaUrl = require("node:url").pathToFileURL(__filename).href;',
       "const __puPerformanceNow = () => Number(process.hrtime.bigint()) / 1e6;",
@@ -179,7 +175,7 @@ const { metafile } = await build({
 });
 
 // The vendor bundle: one module whose exports are zod's and yaml's namespaces, resolved from
-// pu-core (the package that depends on them), wrapped like pu.cjs for bin/pu's vm.Script.
+// pu-core (the package that depends on them), wrapped like pu.cjs for bin/pu's runCached.
 await build({
   absWorkingDir: here,
   stdin: {
@@ -223,8 +219,9 @@ writeFileSync(inputsPath, [...witnesses.values()].map((file) => path.relative(pa
 // cache costs time, never correctness. Made in a child so nothing of this build script's own
 // state leaks into it, with its own temp PU_HOME so no real daemon is involved.
 const makeCache = `
-const fs = require("node:fs"), os = require("node:os"), path = require("node:path"), vm = require("node:vm");
+const fs = require("node:fs"), os = require("node:os"), path = require("node:path");
 const [bundle, out, serverModule, pathsModule, vendorBundle, vendorOut] = process.argv.slice(1);
+const { runCached } = require(path.join(path.dirname(bundle), "..", "bin", "pu"));
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "pu-cli-build-"));
 const home = path.join(scratch, "home");
 const project = path.join(scratch, "project");
@@ -258,9 +255,7 @@ const sampleReport = (projectRoot) => ({
     server = undefined;
   }
   try {
-    const script = new vm.Script(fs.readFileSync(bundle, "utf8"), { filename: bundle });
-    const mod = { exports: {} };
-    script.runInThisContext()(mod.exports, require, mod, bundle, path.dirname(bundle));
+    const { exports: cli, script } = runCached(bundle, require, { useCache: false });
     const writeErr = process.stderr.write.bind(process.stderr);
     let errors = "";
     process.stdout.write = () => true;
@@ -268,7 +263,7 @@ const sampleReport = (projectRoot) => ({
     process.env.PU_HOME = home;
     // Both forms: the table's code (rows, padding, durations) is otherwise compiled on every run.
     const codes = [];
-    for (const form of [["--json"], []]) codes.push(await mod.exports.main(["status", ...form, "--project", project]));
+    for (const form of [["--json"], []]) codes.push(await cli.main(["status", ...form, "--project", project]));
     process.stderr.write = writeErr;
     if (server && codes.some((code) => code !== 0)) {
       console.warn("pu-cli build: pu status against the stand-in daemon exited " + codes.join(", ") + " (" + errors.trim() + "); the code cache covers less");
@@ -277,10 +272,8 @@ const sampleReport = (projectRoot) => ({
     fs.renameSync(out + ".tmp", out);
     // The vendor bundle's cache, after a small schema parse and a YAML parse (what a command
     // that reads a config file or a definition runs first).
-    const vendorScript = new vm.Script(fs.readFileSync(vendorBundle, "utf8"), { filename: vendorBundle });
-    const vendor = { exports: {} };
-    vendorScript.runInThisContext()(vendor.exports, require, vendor, vendorBundle, path.dirname(vendorBundle));
-    const { zod: { z }, yaml } = vendor.exports;
+    const { exports: vendor, script: vendorScript } = runCached(vendorBundle, require, { useCache: false });
+    const { zod: { z }, yaml } = vendor;
     z.object({ name: z.string(), tags: z.array(z.string()).optional() }).strict().safeParse(yaml.parse("{ name: pu, tags: [a] }"));
     fs.writeFileSync(vendorOut + ".tmp", vendorScript.createCachedData());
     fs.renameSync(vendorOut + ".tmp", vendorOut);

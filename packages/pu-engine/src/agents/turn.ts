@@ -74,7 +74,7 @@ export function startTurn(state: EngineState, live: LiveAgent, text: string, opt
  * screen never seen busy) means the Enter was not taken: a loaded machine can deliver the text
  * and the Enter as one burst, which such a CLI reads as a paste and keeps in its input box.
  */
-export const SUBMIT_TAKEN_WITHIN_MS = 5000;
+const SUBMIT_TAKEN_WITHIN_MS = 5000;
 
 /**
  * Presses Enter once more if the typed prompt's turn has not begun within SUBMIT_TAKEN_WITHIN_MS
