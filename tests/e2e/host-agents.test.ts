@@ -732,6 +732,48 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.ok(["clean", "--worktree", worktreeId]);
   });
 
+  it("a ticket's step on a host whose agent sits busy on an unchanged screen past hungAfterMinutes is flagged once, as here, and goes on", async () => {
+    scriptedAgentType("quietmember", GROUP_MEMBER, { default: { slowMs: 6000 } });
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    const workflow = path.join(sb.root, ".pu", "workflows", "QUIET.yaml");
+    const before = readFileSync(config, "utf8");
+    const commit = (files: Record<string, string>, message: string) => {
+      for (const [file, text] of Object.entries(files)) {
+        mkdirSync(path.dirname(file), { recursive: true });
+        writeFileSync(file, text);
+        sb.git(["add", "-f", file]);
+      }
+      sb.git(["commit", "-q", "-m", message]);
+    };
+    onTestFinished(() => {
+      rmSync(workflow, { force: true });
+      sb.git(["rm", "-q", "--cached", "--ignore-unmatch", workflow]);
+      commit({ [config]: before }, "queue.hosts off again");
+    });
+    commit({ [config]: `queue:\n  hosts: [box]\n  hungAfterMinutes: 0.02\n${before}`, [workflow]: 'steps:\n  - name: think\n    agent: quietmember\n    prompt: "think about {{TITLE}}"\n' }, "quiet tickets run on box");
+    await sb.ok(["trust"]);
+    await sb.ok(["trust", "--on", "box"]);
+    const created = (await sb.puJson<{ ticket: { id: string } }>(["ticket", "create", "the quiet ticket", "--type", "QUIET"])).ticket;
+    type StateJson = { agents: { ticket_id: string; status: string; last_message?: string | null; session_context_ref?: string | null }[] };
+    const inFlight = () => (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as StateJson).agents.find((a) => a.ticket_id === created.id);
+    // The member says nothing for 6 s of its turn: busy on the host, its screen unchanged past 1.2 s.
+    const flagged = await waitFor("the hung notice", async () => {
+      const a = inFlight();
+      return a?.status === "awaiting_input" ? a : undefined;
+    }, 60_000, 50);
+    expect(flagged.last_message).toBe("the agent's screen has not changed for 0.02 min while it is busy (step think, on host box)");
+    const worktreeId = flagged.session_context_ref;
+    // Nothing was stopped: the step ends on its own and the ticket is done.
+    const done = await waitFor("the ticket to be done", async () => {
+      const shown = await sb.puJson<{ ticket: { state: string; history?: { event: string; note?: string }[] } }>(["ticket", "show", created.id]);
+      return shown.ticket.state === "done" ? shown : undefined;
+    }, 120_000, 250);
+    expect(done.ticket.history?.map((h) => h.event)).toContain("step done");
+    const notices = readFileSync(path.join(sb.home, "daemon.log"), "utf8").split("\n").filter((l) => l.includes('"ticket_awaiting_input"') && l.includes(created.id));
+    expect(notices).toHaveLength(1);
+    if (worktreeId) await sb.ok(["clean", "--worktree", worktreeId, "--force"]);
+  });
+
   it("a ticket the repository carries (pu did not write it) waits for pu trust: queue.hosts sends nothing to the host before; trusted, it runs there", async () => {
     scriptedAgentType("clonedmember", GROUP_MEMBER, { default: { slowMs: 20_000 } });
     const config = path.join(sb.root, ".pu", "config.yaml");

@@ -90,7 +90,8 @@ function checkSubmitTaken(state: EngineState, live: LiveAgent): () => void {
     if (session.exitCode !== null || session.submittedAt !== submittedAt) return;
     const signal = live.turnSignal;
     if (signal && (signal.at >= submittedAt || signal.kind === "permission")) return;
-    // Asked now, so a busy screen this very moment counts too.
+    // Asked now: a permission dialog on screen stops it, and a screen busy this very moment
+    // counts as the turn begun (the same call records it in busySeenAfter).
     if (sessionReadiness(live).waitingReason === "permission") return;
     if (live.busySeenAfter !== undefined && live.busySeenAfter >= submittedAt) return;
     state.log.event("prompt_resubmitted", { projectRoot: live.projectRoot, agentId: live.agentId, afterMs: Date.now() - submittedAt });

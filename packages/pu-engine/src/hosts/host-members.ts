@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { PuError, isPuError } from "@pu/core/errors";
 import { TERMINAL_GROUP_PHASES, type DiffStat, type GroupKind, type GroupSettings } from "@pu/core/group";
 import { hostMirrorPath } from "@pu/core/hosts-file";
-import type { GateRun, GroupMemberView, GroupView, UsageFigures, WorktreeDiff } from "@pu/ipc/protocol";
+import type { AgentView, GateRun, GroupMemberView, GroupView, UsageFigures, WorktreeDiff } from "@pu/ipc/protocol";
 import type { HostLinks } from "./host-links.js";
 import type { HostService } from "./host-service.js";
 import { hostTrustError } from "./project-mirror.js";
@@ -184,6 +184,11 @@ export class HostMembers {
       const known = this.lastUsage.get(agentId);
       return known ? [known] : [];
     });
+  }
+
+  /** A placed agent as its host reports it now (undefined: the host did not answer, or has no such agent). */
+  agentNow(agentId: string): Promise<AgentView | undefined> {
+    return this.remote.agentNow(agentId);
   }
 
   /** A member's change, computed on the host against the base it started from. */

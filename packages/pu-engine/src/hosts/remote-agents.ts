@@ -9,7 +9,7 @@ import { isAlive } from "@pu/core/status";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
 import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
-import type { HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, UsageGrouping, UsageResult, WorktreeView } from "@pu/ipc/protocol";
+import type { AgentView, HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, UsageGrouping, UsageResult, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
 import type { DaemonLog } from "../daemon-log.js";
 import type { AgentStatusChange } from "../engine-events.js";
@@ -243,6 +243,23 @@ export class RemoteAgentService {
         }
       }),
     );
+  }
+
+  /**
+   * One agent placed on a host as its host reports it now (bounded like `pu status`); undefined
+   * when the host does not answer in time or no longer has it. What it says is not recorded:
+   * the followed reports (`watch`) stay the one source of status changes.
+   */
+  async agentNow(agentId: string): Promise<AgentView | undefined> {
+    const project = this.placedAgent(agentId);
+    if (!project) return undefined;
+    try {
+      const host = await this.hosts.get(project.host);
+      const report = await this.bounded(project, STATUS_TIMEOUT_MS, this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS }));
+      return report.agents[agentId] ?? Object.values(report.worktrees).find((w) => w.agents[agentId])?.agents[agentId];
+    } catch {
+      return undefined;
+    }
   }
 
   /**

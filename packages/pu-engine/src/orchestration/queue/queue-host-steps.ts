@@ -17,13 +17,16 @@ import { lowerLimit } from "@pu/core/usage";
 import { remoteCommandLine } from "@pu/core/remote-argv";
 import { renderTemplate } from "@pu/core/template";
 import { stepAgent, type WorkflowStep } from "@pu/core/workflow";
-import { hostMemberResult, type HostMemberSpec } from "../../hosts/host-members.js";
+import { hostMemberResult, type HostMemberSpec, type HostMembers } from "../../hosts/host-members.js";
 import { currentBranch } from "../../git/runner.js";
 import { findTicket } from "./tickets.js";
 import { ticketStillTrusted } from "./ticket-trust.js";
 import { NEEDS_DECISION, REVIEW_STATES, editedSinceTrusted, type StepOutcome, type TicketRun } from "./queue-run.js";
-import { QueueSteps } from "./queue-steps.js";
+import { QueueSteps, type StepWatch } from "./queue-steps.js";
 
+/** How often the screen of a step's agent on a host is looked at: a quarter of hungAfterMinutes, within these. */
+const HOST_SCREEN_LOOK_MIN_MS = 500;
+const HOST_SCREEN_LOOK_MAX_MS = 60_000;
 /** The exit a combined gate uses for a missing artifact (another, when the step's gate expects this one). */
 const MISSING_ARTIFACT_EXIT = 97;
 
@@ -59,6 +62,7 @@ export abstract class QueueHostSteps extends QueueSteps {
         placed = { ...asked, group_id: groupId };
       }
       const watch = this.watchStep(run, step, ` on host ${host}`);
+      const stopScreenWatch = this.watchHostScreen(run, step, hosts, watch, (await this.slots.projectSettings(run.root)).hungAfterMinutes);
       let view;
       try {
         view = await hosts.follow(run.root, host, placed.group_id ?? "", baseBranch, {
@@ -76,6 +80,7 @@ export abstract class QueueHostSteps extends QueueSteps {
         });
       } finally {
         watch.stop();
+        stopScreenWatch();
       }
       if (!view || run.abort.signal.aborted || this.stopped || this.state.stopping) return { kind: "stopped" };
       await watch.unflag();
@@ -98,6 +103,38 @@ export abstract class QueueHostSteps extends QueueSteps {
       if (run.abort.signal.aborted || this.stopped || this.state.stopping) return { kind: "stopped" };
       return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name} could not run on host ${host}: ${(error as Error).message}`);
     }
+  }
+
+  /**
+   * The hung-screen notice for a step on a host, as for a step here: the step's agent busy
+   * (streaming) with the same screen (its content hash, as the host reports it) for
+   * hungAfterMinutes flags the ticket once. The time is this machine's, from when this daemon
+   * first saw that screen, so the hosts' clocks never matter; a report the host does not give
+   * changes nothing. Returns the stop.
+   */
+  private watchHostScreen(run: TicketRun, step: WorkflowStep, hosts: HostMembers, watch: StepWatch, hungAfterMinutes: number): () => void {
+    const hungMs = hungAfterMinutes * 60_000;
+    let seen: { agentId: string; screen: string; since: number } | undefined;
+    let asking = false;
+    const look = async (): Promise<void> => {
+      const agentId = this.agentStateOf(run)?.session_name;
+      if (!agentId) return;
+      const view = await hosts.agentNow(agentId);
+      if (!view) return;
+      const now = Date.now();
+      const screen = view.status === "streaming" ? (view.contentHash ?? "") : null;
+      if (screen === null || seen?.agentId !== agentId || seen.screen !== screen) {
+        seen = screen === null ? undefined : { agentId, screen, since: now };
+        return;
+      }
+      if (now - seen.since >= hungMs) watch.flag(`the agent's screen has not changed for ${hungAfterMinutes} min while it is busy (step ${step.name}, on host ${this.agentStateOf(run)?.host})`);
+    };
+    const timer = setInterval(() => {
+      if (asking) return;
+      asking = true;
+      void look().finally(() => (asking = false));
+    }, Math.min(Math.max(hungMs / 4, HOST_SCREEN_LOOK_MIN_MS), HOST_SCREEN_LOOK_MAX_MS));
+    return () => clearInterval(timer);
   }
 
   /** What the host is asked to run for the step: its prompt, agent, check and budget, in the ticket's worktree there once it has one. */
