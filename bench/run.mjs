@@ -459,6 +459,15 @@ The cost is memory: an idle daemon 88 → 103 MiB RSS, with 100 agents 146 → 1
 65–75 MB/s (80-byte) and 88–118 MB/s (1 KiB) from run to run on this machine; the table above
 is from before this change.
 
+**2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
+handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
+wrapper carried a second copy). \`BENCH_ONLY=status\`, two runs of each, same hour, with → without:
+warm \`pu status\` 1.24× / 1.23× against 1.26× / 1.24×, \`--json\` 1.22× / 1.24× against 1.21× /
+1.22× — no change beyond the spread. Both read above the table's 1.12× / 1.21× because
+\`node -e 0\` read 59–61 ms in those runs against 68 ms in the table's (pu itself: 72–78 ms, as
+there); a separate \`require\` of the loader would have cost ≈ 0.4 ms a start, which is why it
+lives in \`bin/pu\` itself.
+
 ## Usage and budgets (issue 26)
 
 \`bench/usage.mjs\` (full run above): 30 agents whose stand-in for Claude Code appends a line to
