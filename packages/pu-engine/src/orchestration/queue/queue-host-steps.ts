@@ -62,7 +62,7 @@ export abstract class QueueHostSteps extends QueueSteps {
         placed = { ...asked, group_id: groupId };
       }
       const watch = this.watchStep(run, step, ` on host ${host}`);
-      const stopScreenWatch = this.watchHostScreen(run, step, hosts, watch, (await this.slots.projectSettings(run.root)).hungAfterMinutes);
+      const stopScreenWatch = this.watchHostScreen(run, step, { host, hosts }, watch, (await this.slots.projectSettings(run.root)).hungAfterMinutes);
       let view;
       try {
         view = await hosts.follow(run.root, host, placed.group_id ?? "", baseBranch, {
@@ -110,29 +110,31 @@ export abstract class QueueHostSteps extends QueueSteps {
    * (streaming) with the same screen (its content hash, as the host reports it) for
    * hungAfterMinutes flags the ticket once. The time is this machine's, from when this daemon
    * first saw that screen, so the hosts' clocks never matter; a report the host does not give
-   * changes nothing. Returns the stop.
+   * (or one without a screen hash) changes nothing. Returns the stop.
    */
-  private watchHostScreen(run: TicketRun, step: WorkflowStep, hosts: HostMembers, watch: StepWatch, hungAfterMinutes: number): () => void {
+  private watchHostScreen(run: TicketRun, step: WorkflowStep, on: { host: string; hosts: HostMembers }, watch: StepWatch, hungAfterMinutes: number): () => void {
     const hungMs = hungAfterMinutes * 60_000;
     let seen: { agentId: string; screen: string; since: number } | undefined;
     let asking = false;
     const look = async (): Promise<void> => {
       const agentId = this.agentStateOf(run)?.session_name;
       if (!agentId) return;
-      const view = await hosts.agentNow(agentId);
+      const view = await on.hosts.agentNow(agentId);
       if (!view) return;
       const now = Date.now();
-      const screen = view.status === "streaming" ? (view.contentHash ?? "") : null;
-      if (screen === null || seen?.agentId !== agentId || seen.screen !== screen) {
-        seen = screen === null ? undefined : { agentId, screen, since: now };
+      const screen = view.status === "streaming" ? view.contentHash : undefined;
+      if (screen === undefined || seen?.agentId !== agentId || seen.screen !== screen) {
+        seen = screen === undefined ? undefined : { agentId, screen, since: now };
         return;
       }
-      if (now - seen.since >= hungMs) watch.flag(`the agent's screen has not changed for ${hungAfterMinutes} min while it is busy (step ${step.name}, on host ${this.agentStateOf(run)?.host})`);
+      if (now - seen.since >= hungMs) watch.flag(`the agent's screen has not changed for ${hungAfterMinutes} min while it is busy (step ${step.name}, on host ${on.host})`);
     };
     const timer = setInterval(() => {
       if (asking) return;
       asking = true;
-      void look().finally(() => (asking = false));
+      void look()
+        .catch(() => undefined)
+        .finally(() => (asking = false));
     }, Math.min(Math.max(hungMs / 4, HOST_SCREEN_LOOK_MIN_MS), HOST_SCREEN_LOOK_MAX_MS));
     return () => clearInterval(timer);
   }
