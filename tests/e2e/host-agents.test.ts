@@ -97,6 +97,15 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     sb.git(["add", "-f", ".pu/config.yaml"]);
     sb.git(["commit", "-q", "-m", `the agent type ${name}`]);
   };
+  /** Files written into the project and committed (force-added: `.pu/` is ignored), as a pull would bring them. */
+  const commitFiles = (files: Record<string, string>, message: string) => {
+    for (const [file, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, text);
+      sb.git(["add", "-f", file]);
+    }
+    sb.git(["commit", "-q", "-m", message]);
+  };
   /** A scripted agent type committed with its scenario: a file the host's user can read, removed after the test. */
   const scriptedAgentType = (name: string, fixture: string, scenario: unknown) => {
     const file = path.join(os.tmpdir(), `pu-e2e-${name}-${process.pid}.json`);
@@ -737,20 +746,12 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const config = path.join(sb.root, ".pu", "config.yaml");
     const workflow = path.join(sb.root, ".pu", "workflows", "QUIET.yaml");
     const before = readFileSync(config, "utf8");
-    const commit = (files: Record<string, string>, message: string) => {
-      for (const [file, text] of Object.entries(files)) {
-        mkdirSync(path.dirname(file), { recursive: true });
-        writeFileSync(file, text);
-        sb.git(["add", "-f", file]);
-      }
-      sb.git(["commit", "-q", "-m", message]);
-    };
     onTestFinished(() => {
       rmSync(workflow, { force: true });
       sb.git(["rm", "-q", "--cached", "--ignore-unmatch", workflow]);
-      commit({ [config]: before }, "queue.hosts off again");
+      commitFiles({ [config]: before }, "queue.hosts off again");
     });
-    commit({ [config]: `queue:\n  hosts: [box]\n  hungAfterMinutes: 0.02\n${before}`, [workflow]: 'steps:\n  - name: think\n    agent: quietmember\n    prompt: "think about {{TITLE}}"\n' }, "quiet tickets run on box");
+    commitFiles({ [config]: `queue:\n  hosts: [box]\n  hungAfterMinutes: 0.02\n${before}`, [workflow]: 'steps:\n  - name: think\n    agent: quietmember\n    prompt: "think about {{TITLE}}"\n' }, "quiet tickets run on box");
     await sb.ok(["trust"]);
     await sb.ok(["trust", "--on", "box"]);
     const created = (await sb.puJson<{ ticket: { id: string } }>(["ticket", "create", "the quiet ticket", "--type", "QUIET"])).ticket;
@@ -781,26 +782,18 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const workflow = path.join(sb.root, ".pu", "workflows", "CLONED.yaml");
     const ticketFile = path.join(sb.root, ".pu", "tickets", "queue", "CLONED-0001.md");
     // As a clone brings them: the project's queue.hosts, a workflow, and a ticket pu did not write here.
-    const commit = (files: Record<string, string>, message: string) => {
-      for (const [file, text] of Object.entries(files)) {
-        mkdirSync(path.dirname(file), { recursive: true });
-        writeFileSync(file, text);
-        sb.git(["add", "-f", file]);
-      }
-      sb.git(["commit", "-q", "-m", message]);
-    };
     onTestFinished(() => {
       rmSync(workflow, { force: true });
       rmSync(ticketFile, { force: true });
       sb.git(["rm", "-q", "--cached", "--ignore-unmatch", workflow, ticketFile]);
-      commit({ [config]: before }, "queue.hosts and the committed ticket gone again");
+      commitFiles({ [config]: before }, "queue.hosts and the committed ticket gone again");
     });
-    commit({ [config]: `queue:\n  hosts: [box]\n${before}`, [workflow]: 'steps:\n  - name: run\n    agent: clonedmember\n    prompt: "run {{TITLE}}"\n' }, "tickets run on box");
+    commitFiles({ [config]: `queue:\n  hosts: [box]\n${before}`, [workflow]: 'steps:\n  - name: run\n    agent: clonedmember\n    prompt: "run {{TITLE}}"\n' }, "tickets run on box");
     // The person trusts the project's files as they are now (the agent type, the workflow), here and on the host...
     await sb.ok(["trust"]);
     await sb.ok(["trust", "--on", "box"]);
     // ...and then a ticket arrives in the repository (a pull), written by someone else.
-    commit({ [ticketFile]: ["---", "id: CLONED-0001", "type: CLONED", 'title: "from a pull"', "priority: P1", 'created_at: "2020-01-01T00:00:00Z"', "---", "", "work from a pull", ""].join("\n") }, "a ticket from someone else");
+    commitFiles({ [ticketFile]: ["---", "id: CLONED-0001", "type: CLONED", 'title: "from a pull"', "priority: P1", 'created_at: "2020-01-01T00:00:00Z"', "---", "", "work from a pull", ""].join("\n") }, "a ticket from someone else");
     type StateJson = { agents: { ticket_id: string; host?: string; host_step?: { group_id?: string | null } | null }[] };
     // state.json is written once the queue first holds work.
     const inFlight = () => {
