@@ -3,7 +3,7 @@
 // agent type's markers, and the hook pu installs into Claude Code (a stand-in CLI here that
 // runs the hooks of the settings file pu passes, as the real one does; the real CLIs are in
 // real-agents.test.ts).
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PuSandbox, PU_BIN, REPO_ROOT } from "../helpers/pu-sandbox.js";
@@ -87,6 +87,21 @@ describe("waiting reasons", { timeout: 120_000 }, () => {
     expect(after.waitingReason).toBe("turn_end");
     expect(await sb.logs(agentId)).toContain("screen answer");
     expect(seen.filter((s) => s.startsWith("waiting")).length).toBe(1);
+  });
+
+  it("an Enter that starts nothing (a Claude-type CLI's empty input box) reads streaming, then waiting on its own; a trigger bound meanwhile runs then", async () => {
+    const { agentId } = await sb.spawnAgent(["--root", "--agent", "claude", "WORK 200 first answer"]);
+    await sb.waitForLogs(agentId, "● first answer");
+    await sb.waitForAgent(agentId, "waiting after its answer", (a) => a.status === "waiting", 20_000);
+    mkdirSync(path.join(sb.root, ".pu/triggers"), { recursive: true });
+    writeFileSync(path.join(sb.root, ".pu/triggers/after-enter.yaml"), 'name: after-enter\non: agent_idle\nsequence:\n  - inject: "WORK 200 from the trigger"\n');
+    await sb.ok(["trust"]);
+    await sb.ok(["send", agentId, "--keys", "Enter"]);
+    // The Enter makes the Stop hook's signal stale: the CLI may be taking a prompt.
+    await sb.waitForAgent(agentId, "streaming after the Enter", (a) => a.status === "streaming", 5_000);
+    await sb.ok(["trigger", "assign", agentId, "after-enter"]);
+    // Nothing was printed since; the status watch must still find the agent waiting again, and tell the trigger.
+    await sb.waitForLogs(agentId, "● from the trigger", 60_000);
   });
 
   it("a Claude-type CLI that kept a typed prompt in its input box (its Enter read as part of a paste) gets one more Enter", async () => {

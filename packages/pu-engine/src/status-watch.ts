@@ -160,6 +160,8 @@ export class StatusWatch {
         this.armIdle(live, timers);
       }, OUTPUT_RECOMPUTE_MS);
     });
+    // An Enter makes older evidence stale (agentReadiness), whether or not any output follows.
+    const offSubmit = live.session.onSubmit(() => this.recompute(live));
     // A parse that changed the screen may change the verdict (a busy marker gone, a dialog up).
     const offScreen = live.session.screen.onChange(() => {
       this.recompute(live);
@@ -174,6 +176,7 @@ export class StatusWatch {
     });
     timers.unsubscribe = () => {
       offOutput?.();
+      offSubmit();
       offScreen();
       offExit?.();
     };

@@ -163,11 +163,24 @@ export class AgentSession {
     this.lastSubmitAt = at;
   }
 
+  /**
+   * Called on a later tick (never inside write) after input carried an Enter: the status may
+   * change with no output at all (an Enter on an empty prompt).
+   */
+  onSubmit(cb: () => void): () => void {
+    this.submitListeners.add(cb);
+    return () => this.submitListeners.delete(cb);
+  }
+
   private lastSubmitAt = 0;
+  private readonly submitListeners = new Set<() => void>();
 
   write(data: Buffer | string): void {
     if (this.ptyClosed) return;
-    if (typeof data === "string" ? data.includes("\r") : data.includes(CARRIAGE_RETURN)) this.lastSubmitAt = Date.now();
+    if (typeof data === "string" ? data.includes("\r") : data.includes(CARRIAGE_RETURN)) {
+      this.lastSubmitAt = Date.now();
+      if (this.submitListeners.size > 0) setImmediate(() => this.submitListeners.forEach((listener) => listener()));
+    }
     // node-pty's typings only admit strings, but its write stream passes Buffers through untouched.
     this.term.write(data as string);
   }
@@ -252,6 +265,7 @@ export class AgentSession {
     this.viewerPumpTimer = undefined;
     this.outputListeners.clear();
     this.exitListeners.clear();
+    this.submitListeners.clear();
     void this.screen.close();
     if (!this.ptyClosed) killProcessTree(this.pid, "SIGKILL");
   }
