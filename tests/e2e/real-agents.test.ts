@@ -122,6 +122,19 @@ for (const agent of ["claude", "codex", "opencode"] as const) {
       measured(agent, "second answer finished to status waiting", Date.now() - answered.finishedAt!);
     }, STEP_TIMEOUT_MS);
 
+    // pu presses Enter once more when a hooked CLI's typed prompt did not start a turn within 5 s
+    // (docs/readiness.md): safe only because an Enter on Claude's empty input box starts nothing.
+    const emptyEnterTest = agent === "claude" ? it : it.skip;
+    emptyEnterTest("an Enter on an empty input box starts no turn", async () => {
+      const before = server.requests.length;
+      await sandbox.ok(["send", agentId, "--keys", "Enter"]);
+      // Nothing can report a turn that does not begin: give a real one more than its time to show.
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      expect(server.requests.slice(before).filter((r) => r.api !== "other")).toEqual([]);
+      // Until its screen settles pu cannot tell it from a CLI slow to take a prompt; then it waits again.
+      await sandbox.waitForAgent(agentId, "to read waiting again after the empty Enter", (a) => a.status === "waiting", WAITING_TIMEOUT_MS);
+    }, STEP_TIMEOUT_MS);
+
     it("a trigger's steps are typed in turn: the next inject after the agent's turn ends", async () => {
       // A trigger file in the project types text into the agent: trusted like any such file.
       mkdirSync(path.join(sandbox.root, ".pu/triggers"), { recursive: true });

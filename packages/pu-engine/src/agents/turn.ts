@@ -72,31 +72,50 @@ export function startTurn(state: EngineState, live: LiveAgent, text: string, opt
  * How long a CLI with pu's turn hooks may take to signal the start of a typed prompt's turn.
  * Its UserPromptSubmit hook runs before anything else of the turn, so a longer silence (and a
  * screen never seen busy) means the Enter was not taken: a loaded machine can deliver the text
- * and the Enter as one burst, which such a CLI reads as a paste and keeps in its input box.
+ * and the Enter as one burst (or a CLI still starting reads them from its input queue at once),
+ * which such a CLI reads as a paste and keeps in its input box.
  */
 const SUBMIT_TAKEN_WITHIN_MS = 5000;
+/** An Enter is pressed again only on a screen this still: a CLI still drawing is not ready for keys. */
+const RESUBMIT_SCREEN_STILL_MS = 1000;
+/** At most this many more Enters for one prompt (an Enter on an empty input box starts nothing). */
+const MAX_RESUBMITS = 3;
 
 /**
- * Presses Enter once more if the typed prompt's turn has not begun within SUBMIT_TAKEN_WITHIN_MS
- * (for a CLI whose turn hooks pu installed; others give no such signal). Never while a
- * permission dialog may be up: an Enter there would answer it. Returns the cancel.
+ * Presses Enter again if the typed prompt's turn has not begun SUBMIT_TAKEN_WITHIN_MS after the
+ * last Enter (for a CLI whose turn hooks pu installed; others give no such signal), on a still
+ * screen, up to MAX_RESUBMITS times. Never while a permission dialog may be up (an Enter there
+ * would answer it), never after an Enter from someone else. Returns the cancel.
  */
 function checkSubmitTaken(state: EngineState, live: LiveAgent): () => void {
   if (!live.hooked) return () => undefined;
   const { session } = live;
-  const submittedAt = session.submittedAt;
-  const timer = setTimeout(() => {
+  const typedAt = session.submittedAt;
+  let lastEnterAt = typedAt;
+  let resubmits = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const check = (): void => {
     // Exited, or an Enter came from elsewhere since (a person, a later turn): not ours to repeat.
-    if (session.exitCode !== null || session.submittedAt !== submittedAt) return;
+    if (session.exitCode !== null || session.submittedAt !== lastEnterAt) return;
     const signal = live.turnSignal;
-    if (signal && (signal.at >= submittedAt || signal.kind === "permission")) return;
+    if (signal && (signal.at >= typedAt || signal.kind === "permission")) return;
     // Asked now: a permission dialog on screen stops it, and a screen busy this very moment
     // counts as the turn begun (the same call records it in busySeenAfter).
     if (sessionReadiness(live).waitingReason === "permission") return;
-    if (live.busySeenAfter !== undefined && live.busySeenAfter >= submittedAt) return;
-    state.log.event("prompt_resubmitted", { projectRoot: live.projectRoot, agentId: live.agentId, afterMs: Date.now() - submittedAt });
+    if (live.busySeenAfter !== undefined && live.busySeenAfter >= typedAt) return;
+    const changedAt = session.screen.lastContentChange ?? 0;
+    const stillFor = Date.now() - changedAt;
+    if (stillFor < RESUBMIT_SCREEN_STILL_MS) {
+      timer = setTimeout(check, RESUBMIT_SCREEN_STILL_MS - stillFor);
+      return;
+    }
+    resubmits++;
+    state.log.event("prompt_resubmitted", { projectRoot: live.projectRoot, agentId: live.agentId, afterMs: Date.now() - typedAt, attempt: resubmits });
     session.write("\r");
-  }, SUBMIT_TAKEN_WITHIN_MS);
+    lastEnterAt = session.submittedAt;
+    if (resubmits < MAX_RESUBMITS) timer = setTimeout(check, SUBMIT_TAKEN_WITHIN_MS);
+  };
+  timer = setTimeout(check, SUBMIT_TAKEN_WITHIN_MS);
   return () => clearTimeout(timer);
 }
 
