@@ -59,14 +59,14 @@ function agentView(state: EngineState, entry: AgentEntry, worktreeId: string | u
   };
   if (worktreeId) view.worktreeId = worktreeId;
   if (readiness.waitingReason) view.waitingReason = readiness.waitingReason;
+  // The session the daemon holds for this entry (not one a newer process replaced).
+  const held = live && (entry.pid === undefined || entry.pid === live.session.pid) ? live.session : undefined;
   // The process is gone but its exit is not in the manifest yet (being written, or the disk
   // refused it): the code a broken agent reports comes from the process, like its status.
-  if (live && readiness.status === "broken" && live.session.exitCode !== null && entry.exitCode === undefined && !entry.suspended && (entry.pid === undefined || entry.pid === live.session.pid)) {
-    view.exitCode = live.session.exitCode;
-  }
+  if (held && readiness.status === "broken" && held.exitCode !== null && entry.exitCode === undefined && !entry.suspended) view.exitCode = held.exitCode;
   // The screen as last parsed (at most SCREEN_FLUSH_MS behind): status never waits for a parse.
-  if (live && (entry.pid === undefined || entry.pid === live.session.pid)) {
-    const screen = live.session.screen;
+  if (held) {
+    const screen = held.screen;
     view.lastScreenLine = screen.lastNonEmptyLine();
     view.contentHash = screen.contentHash;
     const changedAt = screen.lastContentChange;

@@ -232,11 +232,7 @@ export class RemoteAgentService {
     return Promise.all(
       this.projectsOf(projectRoot).map(async (project): Promise<RemoteReport> => {
         try {
-          const host = await this.hosts.get(project.host);
-          // The whole answer — a connection to open included — is bounded: a host that takes the
-          // connection and says nothing must not make `pu status` wait (the attempt goes on behind).
-          const report = await this.bounded(project, STATUS_TIMEOUT_MS, this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS }));
-          return { project, ...this.record(project, report, true) };
+          return { project, ...this.record(project, await this.freshReport(project), true) };
         } catch (error) {
           if (!isPuError(error) || !["DAEMON_UNAVAILABLE", "TIMEOUT", "PROTOCOL_MISMATCH", "NOT_INITIALIZED"].includes(error.code)) throw error;
           return { project, ...this.record(project, this.lastReport(project), false) };
@@ -254,12 +250,21 @@ export class RemoteAgentService {
     const project = this.placedAgent(agentId);
     if (!project) return undefined;
     try {
-      const host = await this.hosts.get(project.host);
-      const report = await this.bounded(project, STATUS_TIMEOUT_MS, this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS }));
+      const report = await this.freshReport(project);
       return report.agents[agentId] ?? Object.values(report.worktrees).find((w) => w.agents[agentId])?.agents[agentId];
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * The host's report of a placement now. The whole answer — a connection to open included — is
+   * bounded: a host that takes the connection and says nothing must not make `pu status` wait
+   * (the attempt goes on behind).
+   */
+  private async freshReport(project: PlacedProject): Promise<StatusReport> {
+    const host = await this.hosts.get(project.host);
+    return this.bounded(project, STATUS_TIMEOUT_MS, this.links.request(host, "status", { projectRoot: project.mirror }, { timeoutMs: STATUS_TIMEOUT_MS }));
   }
 
   /**
