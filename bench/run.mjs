@@ -125,7 +125,12 @@ on the (shared, 2-core) machine hits both alike.
   that wants every byte; a \`tmux -C\` control client would add octal escaping
   of every byte, and a real \`tmux attach\` would send a redrawn screen rather
   than the bytes. All three see the same bytes (the notes list the counts; the
-  PTY turns \\n into \\r\\n).
+  PTY turns \\n into \\r\\n). *same hops, no pu*: node-pty in a process of
+  its own writes each read to a pipe, and a second Node process copies that pipe to the one the
+  benchmark drains (\`bench/pty-relay.mjs\`) — the processes and pipes the daemon and \`pu logs
+  --follow\` add, with nothing of pu's in them (node-pty
+  there may drop the last few KiB on exit, which pu's daemon guards against: a gain for the relay
+  of well under 0.1 %).
 - **Keystroke round trip.** The agent is \`stty raw -echo; exec cat\`, so the
   echo is the program reading the byte and writing it back, not the tty's
   line discipline. One byte goes out as an \`input\` request on the attach
@@ -366,6 +371,35 @@ activity tokenizer well under 0.02 s each. The other ≈ 1 s of the daemon's CPU
 samples: the kernel's copies on its behalf (the PTY read, the socket write) and libuv. So the
 per-byte JavaScript is already small; what is left is the extra copy through a socket and the
 garbage of one Buffer per read, which a faster JS path would not remove.
+
+**The same hops without pu** (2026-11-26, later the same day). To tell the machine's share from
+pu's, \`bench/throughput.mjs\` now also runs the same \`cat\` through as many processes and pipes as
+the daemon and \`pu logs --follow\` add, with nothing of pu's in them (\`bench/pty-relay.mjs\`):
+node-pty read in a process of its own that writes each read to a pipe, then a second Node process
+copying that pipe to the one the bench drains. \`node bench/throughput.mjs\`, 200 MiB × 3, MB/s:
+
+| shape | pu → viewer | pu → \`pu logs --follow\` | same hops, no pu | one hop, no pu | tmux | direct node-pty |
+|---|---|---|---|---|---|---|
+| 80-byte lines | 54.2 (0.77×) | 54.3 (0.77×) | 69.9 (1.00×) | 62.7 (0.90×) | 39.0 (0.56×) | 70.1 |
+| 1 KiB lines | 89.9 (0.82×) | 79.6 (0.72×) | 106.2 (0.97×) | 96.8 (0.88×) | 49.6 (0.45×) | 109.9 |
+
+Two more processes and two pipes cost this machine next to nothing (0.97–1.00×; the single
+relay reads lower, likely because it hands the bench one 4 KiB write per PTY read where the
+copying process hands on up to 64 KiB). So what is left is not the 2-core machine sharing \`cat\`,
+the kernel, the daemon and the reader: it is the daemon's own path. \`perf record -g -p DAEMON\`
+over one 80-byte run to a viewer: the daemon used 2.1 s of CPU for 200 MiB where the direct
+reader uses ≈ 1.3 s (0.36 s user, 0.92 s kernel); 61 % of the daemon's samples are in the kernel
+(the PTY reads, the socket writes, task switches), 38 % in Node, V8 and libc; its main thread
+was busy ≈ 1.8 s of the 4.1 s run, under half. Neither CPU nor hops bound it: what costs is how
+promptly the loop gets back to the PTY — every wait on the terminal also waits for the kernel's
+tty worker to hand the bytes over (\`n_tty_poll\` → \`flush_work\`, 10 % of the samples) — plus the
+work between two reads (the ring's copy, the frame, the socket write). Two changes were tried
+and not kept, each within the run-to-run spread: viewer batching (7 runs each to a viewer,
+median 60.3 MB/s as is, 61.0 with every read sent at once, 60.1 with 16 ms / 256 KiB batches),
+and node-pty's read stream switched to one reused buffer (no Buffer per read; two runs each,
+within the spread). Over this stop's three full runs the target is met on 80-byte lines in some
+runs and not others (0.77–0.90×, both consumers), and missed by \`pu logs --follow\` on 1 KiB
+lines (0.68–0.83×).
 
 ## Before and after the engine's services and slot ledger (issue 22)
 

@@ -152,6 +152,38 @@ async function viaCliFollow(daemon, ws, script) {
   }
 }
 
+/**
+ * The same hops as the daemon and `pu logs --follow`, with nothing of pu's in them: node-pty
+ * read in a process of its own that writes to a pipe, then (with `forward`) a second Node
+ * process copying that pipe to the one this process drains. What these lose against the
+ * direct reader is what the 2-core machine charges for the extra processes and copies.
+ */
+async function viaRelayedPty(cwd, script, { forward }) {
+  const relay = path.join(REPO, "bench/pty-relay.mjs");
+  // The script travels as an argument ($1), never as shell text.
+  const pipeline = forward ? `exec "$0" "$1" read "$2" | exec "$0" "$1" forward` : `exec "$0" "$1" read "$2"`;
+  const chain = spawn("/bin/sh", ["-c", pipeline, process.execPath, relay, script], { cwd, detached: true, stdio: ["pipe", "pipe", "inherit"] });
+  own(chain.pid, { group: true });
+  try {
+    let bytes = 0;
+    let lastByteAt = 0;
+    chain.stdout.on("data", (chunk) => {
+      bytes += chunk.length;
+      lastByteAt = clock();
+    });
+    const exited = new Promise((resolve) => chain.once("exit", resolve));
+    await sleep(SETTLE_MS * 3);
+    const start = clock();
+    chain.stdin.write("\n");
+    const code = await exited;
+    if (code !== 0) throw new Error(`the relay chain exited with ${code}`);
+    return { bytes, seconds: (lastByteAt - start) / 1000 };
+  } finally {
+    if (isAlive(chain.pid)) await killOwned(chain.pid);
+    disown(chain.pid);
+  }
+}
+
 /** A run with the machine's busy CPU over it, what 2 cores could give in that time, and this process's (the reader's) own. */
 async function withCpu(measure) {
   const machineBefore = machineBusySeconds();
@@ -221,8 +253,8 @@ async function runShape(shape, { runs, megabytes }) {
     daemon = await startDaemon(ws.home);
     await daemon.client.request("init", { projectRoot: ws.project });
 
-    const rates = { direct: [], pu: [], cli: [], tmux: [] };
-    const bytesSeen = { direct: [], pu: [], cli: [], tmux: [] };
+    const rates = { direct: [], pu: [], cli: [], tmux: [], relay: [], relayForward: [] };
+    const bytesSeen = { direct: [], pu: [], cli: [], tmux: [], relay: [], relayForward: [] };
     const skippedBytes = [];
     const daemonCpu = [];
     const cpuSplit = [];
@@ -234,7 +266,9 @@ async function runShape(shape, { runs, megabytes }) {
       cpuSplit.push({ direct: d.cpu, pu: { ...p.cpu, daemon: p.daemonCpu } });
       const c = await viaCliFollow(daemon, ws, script);
       const t = await viaTmux(ws.dir, script, r);
-      for (const [k, v] of Object.entries({ direct: d, pu: p, cli: c, tmux: t })) {
+      const relay = await viaRelayedPty(ws.project, script, { forward: false });
+      const relayForward = await viaRelayedPty(ws.project, script, { forward: true });
+      for (const [k, v] of Object.entries({ direct: d, pu: p, cli: c, tmux: t, relay, relayForward })) {
         rates[k].push(v.bytes / v.seconds / 1e6);
         bytesSeen[k].push(v.bytes);
       }
@@ -247,9 +281,12 @@ async function runShape(shape, { runs, megabytes }) {
     const cli = summarize(rates.cli);
     const ratio = pu.median / direct.median;
     const cliRatio = cli.median / direct.median;
+    const relay = summarize(rates.relay);
+    const relayForward = summarize(rates.relayForward);
     const note =
       `${fileBytes} bytes in the file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, pu logs --follow ${bytesSeen.cli.join("/")}, ` +
-      `direct ${bytesSeen.direct.join("/")}, tmux ${bytesSeen.tmux.join("/")}; ` +
+      `direct ${bytesSeen.direct.join("/")}, tmux ${bytesSeen.tmux.join("/")}, ` +
+      `relays ${bytesSeen.relay.join("/")} and ${bytesSeen.relayForward.join("/")}; ` +
       `bytes the pu viewer skipped (fell behind the ring): ${skippedBytes.join("/")}; ` +
       `daemon CPU per run (screen model included): ${daemonCpu.map((c) => `${c.toFixed(2)} s`).join("/")}; ` +
       `CPU per run, of 2 cores × wall time: ${cpuSplit.map(({ direct, pu }) => `direct ${direct.machine.toFixed(2)}/${direct.available.toFixed(2)} s (reader ${direct.reader.toFixed(2)}), pu ${pu.machine.toFixed(2)}/${pu.available.toFixed(2)} s (daemon ${pu.daemon.toFixed(2)}, viewer ${pu.reader.toFixed(2)})`).join("; ")}`;
@@ -274,7 +311,20 @@ async function runShape(shape, { runs, megabytes }) {
         ratio: cliRatio,
         target: "≥ 0.8× direct node-pty",
         met: cliRatio >= 0.8,
-        notes: "the pipe is drained by the bench process as fast as it can read",
+        notes:
+          "the pipe is drained by the bench process as fast as it can read; " +
+          `the same hops without pu (node-pty in a process of its own → pipe → a Node process copying it → pipe): ` +
+          `${relayForward.median.toFixed(1)} MB/s (${(relayForward.median / direct.median).toFixed(2)}× direct; pu logs --follow is ${(cli.median / relayForward.median).toFixed(2)}× of it); ` +
+          `one hop (node-pty in its own process → pipe): ${relay.median.toFixed(1)} MB/s (${(relay.median / direct.median).toFixed(2)}× direct)`,
+      }),
+      figure({
+        id: `throughput.relay_vs_direct${shape.id}`,
+        name: `Output throughput (${shape.name}): same cat with no pu, the same hops as pu logs --follow (node-pty in one process → pipe → Node copy → pipe)`,
+        unit: "MB/s",
+        value: relayForward,
+        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
+        ratio: relayForward.median / direct.median,
+        notes: `what two extra processes and pipes cost on this machine; one extra process: ${relay.median.toFixed(1)} MB/s (${(relay.median / direct.median).toFixed(2)}×)`,
       }),
       figure({
         id: `throughput.tmux${shape.id}`,
