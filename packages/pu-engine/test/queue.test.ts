@@ -55,6 +55,27 @@ async function waitReview(client: Client, root: string, id: string, what = "a re
   return waitFor(`${id} to wait for ${what}`, async () => (await client.request("review_list", { projectRoot: root })).reviews.find((r) => r.ticketId === id));
 }
 
+/**
+ * The text of `file` the first moment it exists (looked at every millisecond), so a test can
+ * check what a person running `pu ticket show` at that moment would read.
+ */
+function firstSightOf(file: string): { text: Promise<string>; stop: () => void } {
+  let stop = () => {};
+  const text = new Promise<string>((resolve) => {
+    const timer = setInterval(() => {
+      try {
+        const seen = readFileSync(file, "utf8");
+        clearInterval(timer);
+        resolve(seen);
+      } catch {
+        // not there yet
+      }
+    }, 1);
+    stop = () => clearInterval(timer);
+  });
+  return { text, stop };
+}
+
 async function agentOutput(client: Client, agentId: string): Promise<string> {
   return Buffer.from((await client.request("logs", { agentId })).data).toString("utf8");
 }
@@ -103,9 +124,14 @@ describe("work queue", () => {
     await client.request("review_reject", { projectRoot: root, ticketId: "FEAT-0001", reason: "more detail please" });
     await waitFor("the reason typed into the agent", async () => (await agentOutput(client, agentId)).includes("Review: changes requested: more detail please"));
     await waitReview(client, root, "FEAT-0001", "the plan review again");
+    const doneFile = firstSightOf(path.join(root, ".pu", "tickets", "done", "FEAT-0001.md"));
     await client.request("review_approve", { projectRoot: root, ticketId: "FEAT-0001", note: "good plan" });
 
     await waitDone(client, root, "FEAT-0001");
+    // A ticket in done/ already says how it ended: the history is written before the move.
+    const firstSeen = await Promise.race([doneFile.text, new Promise<string>((resolve) => setTimeout(() => resolve(""), 5000))]);
+    doneFile.stop();
+    expect(firstSeen.match(/event: (\S+)/g)?.at(-1), "the last history event of the ticket when it first appeared in done/").toBe("event: done");
     const output = await agentOutput(client, agentId);
     expect(output).toContain("env PU_TICKET_ID=FEAT-0001");
     // The gate failed once: its failure was typed back, and the second check passed.

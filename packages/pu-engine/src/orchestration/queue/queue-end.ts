@@ -66,11 +66,12 @@ export abstract class QueueEnd extends QueueDispatch {
       s.completed = [...s.completed, record].slice(-COMPLETED_KEPT);
     });
     // After the record: a crash in between leaves an in-progress ticket with a completed record,
-    // which the next start moves on to done/ (see settleUntracked).
+    // which the next start moves on to done/ (see settleUntracked). The history is written before
+    // the move, so a ticket seen in done/ already says how it ended.
+    await appendHistory(run.root, run.ticketId, { event: outcome, ...(note !== undefined ? { note } : {}) }).catch(() => undefined);
     await moveTicket(run.root, run.ticketId, "in-progress", "done").catch((err: unknown) =>
       this.state.log.event("ticket_move_failed", { projectRoot: run.root, ticketId: run.ticketId, error: err }),
     );
-    await appendHistory(run.root, run.ticketId, { event: outcome, ...(note !== undefined ? { note } : {}) }).catch(() => undefined);
     this.runs.delete(runKey(run.root, run.ticketId));
     await this.forgetTrust(run.root, run.ticketId);
     this.state.log.event("queue_slot_freed", { projectRoot: run.root, ticketId: run.ticketId, outcome, used: this.store.state.agents.length });

@@ -91,7 +91,10 @@ export class QueueService extends QueueHostSteps {
         const completed = this.store.state.completed.some((c) => c.project === root && c.ticket_id === ticket.id);
         const to = completed ? "done" : "queue";
         await moveTicket(root, ticket.id, "in-progress", to).catch(() => undefined);
-        await appendHistory(root, ticket.id, { event: completed ? "done" : "requeued after a daemon restart" }).catch(() => undefined);
+        // The ending may already be written (finish writes it just before the move).
+        const last = Array.isArray(ticket.history) ? (ticket.history.at(-1) as { event?: unknown } | undefined)?.event : undefined;
+        const ended = completed && (last === "done" || last === "failed" || last === "cancelled");
+        if (!ended) await appendHistory(root, ticket.id, { event: completed ? "done" : "requeued after a daemon restart" }).catch(() => undefined);
         this.state.log.event("ticket_settled", { projectRoot: root, ticketId: ticket.id, to });
       }
     }

@@ -7,6 +7,7 @@
 import { watch, type FSWatcher } from "node:fs";
 import { link, mkdir, readdir, readFile, rename, stat, unlink, writeFile } from "node:fs/promises";
 import path from "node:path";
+import writeFileAtomic from "write-file-atomic";
 import { PuError } from "@pu/core/errors";
 import {
   checkTicketSize,
@@ -245,13 +246,14 @@ export async function appendHistory(root: string, id: string, entry: Omit<Histor
   const { state: _state, path: file, ...ticket } = found;
   const history = Array.isArray(ticket.history) ? (ticket.history as HistoryEntry[]) : [];
   const clean = Object.fromEntries(Object.entries(entry).filter(([, v]) => v !== undefined)) as Omit<HistoryEntry, "at">;
-  await writeFile(file, serializeTicket({ ...ticket, history: [...history, { at: new Date().toISOString(), ...clean }] }));
+  // Atomic: a crash mid-write must not leave a person's ticket cut short.
+  await writeFileAtomic(file, serializeTicket({ ...ticket, history: [...history, { at: new Date().toISOString(), ...clean }] }));
 }
 
 /** Sets one frontmatter field of a ticket, wherever it is. */
 export async function writeTicketField(root: string, id: string, field: string, value: unknown): Promise<void> {
   const { state: _state, path: file, ...ticket } = await findTicket(root, id);
-  await writeFile(file, serializeTicket({ ...ticket, [field]: value }));
+  await writeFileAtomic(file, serializeTicket({ ...ticket, [field]: value }));
 }
 
 /** Calls `onChange` when files appear in a project's `queue/` folder (a hand-dropped ticket). */
