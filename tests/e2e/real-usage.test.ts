@@ -261,6 +261,84 @@ describe("a budget", () => {
     await sandbox.ok(["ticket", "cancel", created.ticket.id]).catch(() => "");
   }, 4 * TURN_TIMEOUT_MS);
 
+  it("a ticket's budget counts its earlier steps: a group step after them gets only what is left", async () => {
+    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
+    mkdirSync(path.join(sandbox.root, ".pu/workflows"), { recursive: true });
+    // The first step spends 550 of the ticket's 1,000 tokens; the group's first call reports 550 more.
+    writeFileSync(
+      path.join(sandbox.root, ".pu/workflows/TSPEND.yaml"),
+      [
+        "steps:",
+        "  - name: first",
+        "    agent: claude",
+        '    prompt: "USAGE: in=500 out=50 SAY: first step done"',
+        "  - name: fanout",
+        "    type: multi_prompt",
+        "    agent: claude",
+        '    prompts: ["variant one", "variant two"]',
+        '    prompt: "RUN: sleep 8 RUN: echo past-ticket-budget > tb.txt USAGE: in=500 out=50 SAY: unreachable"',
+        "",
+      ].join("\n"),
+    );
+    await sandbox.ok(["trust"]);
+    const created = await sandbox.puJson<{ ticket: { id: string } }>(["ticket", "create", "two steps on one budget", "--type", "TSPEND", "--max-tokens", "1000"]);
+    type Member = { state: string; reason: string | null };
+    const cancelled = await waitFor("a member of the group not started for the ticket's budget", async () => {
+      const { groups } = await sandbox.puJson<{ groups: { ticketId?: string | null; members: Member[] }[] }>(["group", "list"]);
+      return groups.find((g) => g.ticketId === created.ticket.id)?.members.find((m) => m.state === "cancelled");
+    }, 3 * TURN_TIMEOUT_MS, 1000).catch(async (error: Error) => {
+      console.log(await sandbox.ok(["queue"]), await sandbox.ok(["group", "list", "--json"]), await sandbox.ok(["ticket", "show", created.ticket.id]));
+      throw error;
+    });
+    // The group's budget was what the first step left (450), not the ticket's whole 1,000.
+    expect(cancelled.reason).toMatch(/^not started: the group's budget is spent \(max 450 tokens, spent 550 tokens/);
+    expect(server.requests.filter((r) => r.command === "echo past-ticket-budget > tb.txt")).toEqual([]);
+    await sandbox.ok(["ticket", "cancel", created.ticket.id]).catch(() => "");
+  }, 4 * TURN_TIMEOUT_MS);
+
+  it("a ticket approved past its budget: its next group step starts no member and waits for a decision again", async () => {
+    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
+    mkdirSync(path.join(sandbox.root, ".pu/workflows"), { recursive: true });
+    writeFileSync(
+      path.join(sandbox.root, ".pu/workflows/OSPEND.yaml"),
+      [
+        "steps:",
+        "  - name: first",
+        "    agent: claude",
+        '    prompt: "USAGE: in=1000 out=100 SAY: over already"',
+        "  - name: fanout",
+        "    type: multi_prompt",
+        "    agent: claude",
+        '    prompts: ["variant one", "variant two"]',
+        '    prompt: "RUN: echo past-spent-ticket > os.txt SAY: unreachable"',
+        "",
+      ].join("\n"),
+    );
+    await sandbox.ok(["trust"]);
+    const created = await sandbox.puJson<{ ticket: { id: string } }>(["ticket", "create", "over before its group", "--type", "OSPEND", "--max-tokens", "1000"]);
+    // The first step's one call crosses the budget as the turn ends: when pu reads the record
+    // before the turn's end, the step waits for a decision first, and the person approves it.
+    let approved = false;
+    const again = await waitFor("the group step to wait before it starts", async () => {
+      const list = await sandbox.puJson<{ reviews: { ticketId: string; lastMessage: string | null }[] }>(["review", "list"]);
+      const review = list.reviews.find((r) => r.ticketId === created.ticket.id && r.lastMessage);
+      if (review && !approved && review.lastMessage?.startsWith("needs a decision: step first: stopped at its budget")) {
+        approved = true;
+        await sandbox.ok(["review", "approve", created.ticket.id]);
+        return undefined;
+      }
+      return review?.lastMessage?.includes("step fanout") ? review : undefined;
+    }, 2 * TURN_TIMEOUT_MS, 500).catch(async (error: Error) => {
+      console.log(await sandbox.ok(["queue"]), await sandbox.ok(["ticket", "show", created.ticket.id]));
+      throw error;
+    });
+    expect(again.lastMessage).toMatch(/^needs a decision: step fanout: stopped at its budget \(the ticket's max 1000 tokens, spent 1100 tokens(, \$[\d.]+)? by its earlier steps\)$/);
+    const { groups } = await sandbox.puJson<{ groups: { ticketId?: string | null }[] }>(["group", "list"]);
+    expect(groups.filter((g) => g.ticketId === created.ticket.id)).toEqual([]);
+    expect(server.requests.filter((r) => r.command === "echo past-spent-ticket > os.txt")).toEqual([]);
+    await sandbox.ok(["ticket", "cancel", created.ticket.id]).catch(() => "");
+  }, 3 * TURN_TIMEOUT_MS);
+
   it("a group over its budget: the running member is interrupted and no further member starts", async () => {
     // One member at a time, so the second one's start comes after the first one spent the budget.
     writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");

@@ -448,6 +448,24 @@ export class UsageService {
   }
 
   /**
+   * What a ticket used so far: its agents (`currentAgentId`'s records read to the end now, whether
+   * or not it has been named the ticket's yet) and the members of its groups, here and on hosts.
+   */
+  async ticketTotals(root: string, ticketId: string, currentAgentId: string | undefined, groupIds: readonly string[]): Promise<Totals> {
+    if (currentAgentId) await this.finalFigures(root, currentAgentId);
+    const project = await this.store.project(root);
+    const prices = await this.store.prices(project);
+    const sum = emptyTotals();
+    for (const [agentId, entry] of Object.entries(project.file.agents)) {
+      const owner = entry.owner;
+      const ours = agentId === currentAgentId || (owner?.kind === "ticket" && owner.id === ticketId) || (owner?.kind === "group" && groupIds.includes(owner.id));
+      if (ours && hasFigures(entry)) for (const tally of Object.values(entry.sources)) addTally(sum, tally, prices);
+    }
+    for (const id of groupIds) for (const figures of await this.elsewhere(root, { kind: "group", id }).catch(() => [])) addFigures(sum, figures);
+    return sum;
+  }
+
+  /**
    * What one ticket's, group's or plan's agents used, summed per agent name (a plan's worker on a
    * task keeps the task's name across restarts): for `pu plan show`'s cost per task.
    */

@@ -5,7 +5,7 @@ import path from "node:path";
 import { loadConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
 import { aggregatedText, isGroupFinished } from "@pu/core/group";
-import { lowerLimit } from "@pu/core/usage";
+import { budgetTokens, lowerLimit } from "@pu/core/usage";
 import { MAX_TIMER_MS, setLongTimeout } from "@pu/core/long-timeout";
 import { puDir } from "@pu/core/paths";
 import { renderTemplate } from "@pu/core/template";
@@ -16,6 +16,7 @@ import { stopFinishedAgents } from "../../agents/stop.js";
 import { startTurn, type TurnResult } from "../../agents/turn.js";
 import { nowIso } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/gates.js";
+import { describeBudget, describeSpent } from "../../usage/usage-figures.js";
 import { appendHistory, findTicket } from "./tickets.js";
 import { ticketStillTrusted } from "./ticket-trust.js";
 import { FIX_OUTPUT_BYTES, NEEDS_DECISION, REVIEW_STATES, exists, resolvesOutside, editedSinceTrusted, type Decision, type TicketRun, type StepOutcome } from "./queue-run.js";
@@ -179,6 +180,8 @@ export abstract class QueueSteps extends QueueEnd {
     try {
       let group = groups.openGroupOfStep(run.root, run.ticketId, step.name);
       if (!group) {
+        const left = await this.ticketBudgetLeft(run, ticket, agentState.session_name ?? undefined);
+        if (left.spent) return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name}: stopped at its budget (${left.spent})`);
         // Each member has its own output file: {{OUTPUT_FILE}} names it through the member's environment.
         const vars = { ...(await this.stepVars(run, ticket, step)), OUTPUT_FILE: "$PU_OUTPUT_FILE" };
         const config = await loadConfig(run.root);
@@ -198,9 +201,9 @@ export abstract class QueueSteps extends QueueEnd {
           ...(step.gate !== undefined ? { gate: step.gate, maxRetries: step.max_retries } : {}),
           ...(step.timeout_minutes !== undefined ? { timeoutMinutes: step.timeout_minutes } : {}),
           ...(step.judge !== undefined ? { judge: step.judge } : {}),
-          // The step's budget (or the ticket's, the lower of the two) is the group's, over all its members.
-          ...limitField("maxCost", lowerLimit(step.max_cost, ticket.max_cost)),
-          ...limitField("maxTokens", lowerLimit(step.max_tokens, ticket.max_tokens)),
+          // The step's budget (or what is left of the ticket's, the lower of the two) is the group's, over all its members.
+          ...limitField("maxCost", lowerLimit(step.max_cost, left.maxCost)),
+          ...limitField("maxTokens", lowerLimit(step.max_tokens, left.maxTokens)),
           ...(step.read_only && agentState.session_context_ref ? { sharedWorktree: agentState.session_context_ref } : {}),
           ...(step.on !== undefined ? { on: step.on } : {}),
           ticketId: run.ticketId,
@@ -230,6 +233,23 @@ export abstract class QueueSteps extends QueueEnd {
     } finally {
       giveBack();
     }
+  }
+
+  /**
+   * What is left of the ticket's budget for a group step: its limits less what the ticket's agents
+   * and its earlier groups' members used (a rejected group's too: it spent). `spent` says why
+   * nothing is left; a cost is left alone while a model without a price makes it unknown.
+   */
+  private async ticketBudgetLeft(run: TicketRun, ticket: TicketView, currentAgentId: string | undefined): Promise<{ maxCost?: number; maxTokens?: number; spent?: string }> {
+    const limit = { ...limitField("maxCost", ticket.max_cost), ...limitField("maxTokens", ticket.max_tokens) };
+    if (limit.maxCost === undefined && limit.maxTokens === undefined) return {};
+    const used = await this.budgets.ticketTotals(run.root, run.ticketId, currentAgentId, ticketGroupIds(ticket));
+    const maxTokens = limit.maxTokens === undefined ? undefined : limit.maxTokens - budgetTokens(used);
+    const maxCost = limit.maxCost === undefined || used.costUsd === null ? limit.maxCost : limit.maxCost - used.costUsd;
+    if ((maxTokens !== undefined && maxTokens <= 0) || (maxCost !== undefined && maxCost <= 0)) {
+      return { spent: `the ticket's ${describeBudget(limit)}, spent ${describeSpent(used)} by its earlier steps` };
+    }
+    return { ...limitField("maxCost", maxCost), ...limitField("maxTokens", maxTokens) };
   }
 
   /**
@@ -400,6 +420,15 @@ export abstract class QueueSteps extends QueueEnd {
 }
 
 /** `{ [key]: limit }`, or nothing when no limit is set. */
+/** The groups a ticket's steps started, as its history names them. */
+function ticketGroupIds(ticket: TicketView): string[] {
+  const history: unknown[] = Array.isArray(ticket.history) ? ticket.history : [];
+  return history.flatMap((entry) => {
+    const { event, note } = (entry ?? {}) as { event?: unknown; note?: unknown };
+    return event === "group started" && typeof note === "string" ? [note] : [];
+  });
+}
+
 function limitField<K extends string>(key: K, limit: number | undefined): Partial<Record<K, number>> {
   return limit === undefined ? {} : ({ [key]: limit } as Record<K, number>);
 }
