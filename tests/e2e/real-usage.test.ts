@@ -185,6 +185,26 @@ describe("a budget", () => {
   let sandbox: RealAgentSandbox;
   beforeAll(() => ({ server, sandbox } = { server: suite.server(), sandbox: suite.sandbox() }));
 
+  /** The first member of the ticket's group that ended cancelled (not started). */
+  const memberNotStarted = (ticketId: string, what: string) =>
+    waitFor(what, async () => {
+      const { groups } = await sandbox.puJson<{ groups: { ticketId?: string | null; members: { state: string; reason: string | null }[] }[] }>(["group", "list"]);
+      return groups.find((g) => g.ticketId === ticketId)?.members.find((m) => m.state === "cancelled");
+    }, 3 * TURN_TIMEOUT_MS, 1000).catch(async (error: Error) => {
+      // The queue says why a ticket did not start; the group list what its members did.
+      console.log(await sandbox.ok(["queue"]), await sandbox.ok(["group", "list", "--json"]), await sandbox.ok(["ticket", "show", ticketId]));
+      throw error;
+    });
+
+  /** A ticket of a workflow written for it (trusted), one queue slot at a time: its id. */
+  const queueTicket = async (type: string, workflow: string[], title: string, flags: string[] = []) => {
+    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
+    mkdirSync(path.join(sandbox.root, ".pu/workflows"), { recursive: true });
+    writeFileSync(path.join(sandbox.root, `.pu/workflows/${type}.yaml`), ["steps:", ...workflow, ""].join("\n"));
+    await sandbox.ok(["trust"]);
+    return (await sandbox.puJson<{ ticket: { id: string } }>(["ticket", "create", title, "--type", type, ...flags])).ticket.id;
+  };
+
   it("stops a running multi-call turn before its next model call, keeps the agent, and refuses pu send until raised", async () => {
     // The first call alone reports 1,100 tokens; its tool runs 8 s, and a second call would follow it.
     const prompt = "RUN: sleep 8 RUN: echo past-budget > past-budget.txt USAGE: in=1000 out=100 SAY: should not be reached";
@@ -239,36 +259,29 @@ describe("a budget", () => {
 
   it("a workflow's group step takes the step's budget as the group's: past it, no further member starts", async () => {
     // One member at a time, so the second one's start comes after the first one spent the budget.
-    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
-    mkdirSync(path.join(sandbox.root, ".pu/workflows"), { recursive: true });
-    writeFileSync(
-      path.join(sandbox.root, ".pu/workflows/GSPEND.yaml"),
-      'steps:\n  - name: fanout\n    type: multi_prompt\n    agent: claude\n    prompts: ["variant one", "variant two"]\n    prompt: "RUN: sleep 8 RUN: echo past-group-step > gs.txt USAGE: in=1000 out=100 SAY: unreachable"\n    max_tokens: 1000\n',
+    const ticketId = await queueTicket(
+      "GSPEND",
+      [
+        "  - name: fanout",
+        "    type: multi_prompt",
+        "    agent: claude",
+        '    prompts: ["variant one", "variant two"]',
+        '    prompt: "RUN: sleep 8 RUN: echo past-group-step > gs.txt USAGE: in=1000 out=100 SAY: unreachable"',
+        "    max_tokens: 1000",
+      ],
+      "fan out past a budget",
     );
-    await sandbox.ok(["trust"]);
-    const created = await sandbox.puJson<{ ticket: { id: string } }>(["ticket", "create", "fan out past a budget", "--type", "GSPEND"]);
-    type Member = { state: string; reason: string | null };
-    const cancelled = await waitFor("a member of the step's group not started for its budget", async () => {
-      const { groups } = await sandbox.puJson<{ groups: { groupId: string; ticketId?: string | null; members: Member[] }[] }>(["group", "list"]);
-      return groups.find((g) => g.ticketId === created.ticket.id)?.members.find((m) => m.state === "cancelled");
-    }, 3 * TURN_TIMEOUT_MS, 1000).catch(async (error: Error) => {
-      // The queue says why a ticket did not start; the group list what its members did.
-      console.log(await sandbox.ok(["queue"]), await sandbox.ok(["group", "list", "--json"]));
-      throw error;
-    });
+    const cancelled = await memberNotStarted(ticketId, "a member of the step's group not started for its budget");
     expect(cancelled.reason).toMatch(/^not started: the group's budget is spent \(max 1000 tokens, spent 1100 tokens/);
     expect(server.requests.filter((r) => r.command === "echo past-group-step > gs.txt")).toEqual([]);
-    await sandbox.ok(["ticket", "cancel", created.ticket.id]).catch(() => "");
+    await sandbox.ok(["ticket", "cancel", ticketId]).catch(() => "");
   }, 4 * TURN_TIMEOUT_MS);
 
   it("a ticket's budget counts its earlier steps: a group step after them gets only what is left", async () => {
-    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
-    mkdirSync(path.join(sandbox.root, ".pu/workflows"), { recursive: true });
     // The first step spends 550 of the ticket's 1,000 tokens; the group's first call reports 550 more.
-    writeFileSync(
-      path.join(sandbox.root, ".pu/workflows/TSPEND.yaml"),
+    const ticketId = await queueTicket(
+      "TSPEND",
       [
-        "steps:",
         "  - name: first",
         "    agent: claude",
         '    prompt: "USAGE: in=500 out=50 SAY: first step done"',
@@ -277,32 +290,21 @@ describe("a budget", () => {
         "    agent: claude",
         '    prompts: ["variant one", "variant two"]',
         '    prompt: "RUN: sleep 8 RUN: echo past-ticket-budget > tb.txt USAGE: in=500 out=50 SAY: unreachable"',
-        "",
-      ].join("\n"),
+      ],
+      "two steps on one budget",
+      ["--max-tokens", "1000"],
     );
-    await sandbox.ok(["trust"]);
-    const created = await sandbox.puJson<{ ticket: { id: string } }>(["ticket", "create", "two steps on one budget", "--type", "TSPEND", "--max-tokens", "1000"]);
-    type Member = { state: string; reason: string | null };
-    const cancelled = await waitFor("a member of the group not started for the ticket's budget", async () => {
-      const { groups } = await sandbox.puJson<{ groups: { ticketId?: string | null; members: Member[] }[] }>(["group", "list"]);
-      return groups.find((g) => g.ticketId === created.ticket.id)?.members.find((m) => m.state === "cancelled");
-    }, 3 * TURN_TIMEOUT_MS, 1000).catch(async (error: Error) => {
-      console.log(await sandbox.ok(["queue"]), await sandbox.ok(["group", "list", "--json"]), await sandbox.ok(["ticket", "show", created.ticket.id]));
-      throw error;
-    });
+    const cancelled = await memberNotStarted(ticketId, "a member of the group not started for the ticket's budget");
     // The group's budget was what the first step left (450), not the ticket's whole 1,000.
     expect(cancelled.reason).toMatch(/^not started: the group's budget is spent \(max 450 tokens, spent 550 tokens/);
     expect(server.requests.filter((r) => r.command === "echo past-ticket-budget > tb.txt")).toEqual([]);
-    await sandbox.ok(["ticket", "cancel", created.ticket.id]).catch(() => "");
+    await sandbox.ok(["ticket", "cancel", ticketId]).catch(() => "");
   }, 4 * TURN_TIMEOUT_MS);
 
   it("a ticket approved past its budget: its next group step starts no member and waits for a decision again", async () => {
-    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
-    mkdirSync(path.join(sandbox.root, ".pu/workflows"), { recursive: true });
-    writeFileSync(
-      path.join(sandbox.root, ".pu/workflows/OSPEND.yaml"),
+    const ticketId = await queueTicket(
+      "OSPEND",
       [
-        "steps:",
         "  - name: first",
         "    agent: claude",
         '    prompt: "USAGE: in=1000 out=100 SAY: over already"',
@@ -311,32 +313,31 @@ describe("a budget", () => {
         "    agent: claude",
         '    prompts: ["variant one", "variant two"]',
         '    prompt: "RUN: echo past-spent-ticket > os.txt SAY: unreachable"',
-        "",
-      ].join("\n"),
+      ],
+      "over before its group",
+      ["--max-tokens", "1000"],
     );
-    await sandbox.ok(["trust"]);
-    const created = await sandbox.puJson<{ ticket: { id: string } }>(["ticket", "create", "over before its group", "--type", "OSPEND", "--max-tokens", "1000"]);
     // The first step's one call crosses the budget as the turn ends: when pu reads the record
     // before the turn's end, the step waits for a decision first, and the person approves it.
     let approved = false;
     const again = await waitFor("the group step to wait before it starts", async () => {
       const list = await sandbox.puJson<{ reviews: { ticketId: string; lastMessage: string | null }[] }>(["review", "list"]);
-      const review = list.reviews.find((r) => r.ticketId === created.ticket.id && r.lastMessage);
+      const review = list.reviews.find((r) => r.ticketId === ticketId && r.lastMessage);
       if (review && !approved && review.lastMessage?.startsWith("needs a decision: step first: stopped at its budget")) {
         approved = true;
-        await sandbox.ok(["review", "approve", created.ticket.id]);
+        await sandbox.ok(["review", "approve", ticketId]);
         return undefined;
       }
       return review?.lastMessage?.includes("step fanout") ? review : undefined;
     }, 2 * TURN_TIMEOUT_MS, 500).catch(async (error: Error) => {
-      console.log(await sandbox.ok(["queue"]), await sandbox.ok(["ticket", "show", created.ticket.id]));
+      console.log(await sandbox.ok(["queue"]), await sandbox.ok(["ticket", "show", ticketId]));
       throw error;
     });
     expect(again.lastMessage).toMatch(/^needs a decision: step fanout: stopped at its budget \(the ticket's max 1000 tokens, spent 1100 tokens(, \$[\d.]+)? by its earlier steps\)$/);
     const { groups } = await sandbox.puJson<{ groups: { ticketId?: string | null }[] }>(["group", "list"]);
-    expect(groups.filter((g) => g.ticketId === created.ticket.id)).toEqual([]);
+    expect(groups.filter((g) => g.ticketId === ticketId)).toEqual([]);
     expect(server.requests.filter((r) => r.command === "echo past-spent-ticket > os.txt")).toEqual([]);
-    await sandbox.ok(["ticket", "cancel", created.ticket.id]).catch(() => "");
+    await sandbox.ok(["ticket", "cancel", ticketId]).catch(() => "");
   }, 3 * TURN_TIMEOUT_MS);
 
   it("a group over its budget: the running member is interrupted and no further member starts", async () => {
