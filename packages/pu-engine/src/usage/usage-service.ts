@@ -452,16 +452,14 @@ export class UsageService {
    * or not it has been named the ticket's yet) and the members of its groups, here and on hosts.
    */
   async ticketTotals(root: string, ticketId: string, currentAgentId: string | undefined, groupIds: readonly string[]): Promise<Totals> {
-    if (currentAgentId) await this.finalFigures(root, currentAgentId);
-    const project = await this.store.project(root);
-    const prices = await this.store.prices(project);
+    const current = currentAgentId ? await this.finalFigures(root, currentAgentId) : null;
     const sum = emptyTotals();
-    for (const [agentId, entry] of Object.entries(project.file.agents)) {
-      const owner = entry.owner;
-      const ours = agentId === currentAgentId || (owner?.kind === "ticket" && owner.id === ticketId) || (owner?.kind === "group" && groupIds.includes(owner.id));
-      if (ours && hasFigures(entry)) for (const tally of Object.values(entry.sources)) addTally(sum, tally, prices);
+    for (const owner of [{ kind: "ticket" as const, id: ticketId }, ...groupIds.map((id) => ({ kind: "group" as const, id }))]) {
+      const figures = await this.ownerFigures(root, owner);
+      if (figures) addFigures(sum, figures);
     }
-    for (const id of groupIds) for (const figures of await this.elsewhere(root, { kind: "group", id }).catch(() => [])) addFigures(sum, figures);
+    // Its owner is named on a later poll: until then the ticket's own count leaves it out.
+    if (current && currentAgentId && !this.store.loadedEntry(currentAgentId)?.owner) addFigures(sum, current);
     return sum;
   }
 

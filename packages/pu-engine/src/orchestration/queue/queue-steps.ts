@@ -419,7 +419,6 @@ export abstract class QueueSteps extends QueueEnd {
 
 }
 
-/** `{ [key]: limit }`, or nothing when no limit is set. */
 /** The groups a ticket's steps started, as its history names them. */
 function ticketGroupIds(ticket: TicketView): string[] {
   const history: unknown[] = Array.isArray(ticket.history) ? ticket.history : [];
@@ -429,6 +428,7 @@ function ticketGroupIds(ticket: TicketView): string[] {
   });
 }
 
+/** `{ [key]: limit }`, or nothing when no limit is set. */
 function limitField<K extends string>(key: K, limit: number | undefined): Partial<Record<K, number>> {
   return limit === undefined ? {} : ({ [key]: limit } as Record<K, number>);
 }
