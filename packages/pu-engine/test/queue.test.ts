@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { OperatorStateSchema, type OperatorState } from "@pu/core/operator-state";
 import { listAgents } from "@pu/core/manifest";
 import type { Client } from "@pu/ipc/client";
+import { appendHistory, findTicket, moveTicket } from "../src/orchestration/queue/tickets.js";
 import {
   cleanupAll,
   FAKE_AGENT_COMMAND,
@@ -387,6 +388,30 @@ describe("work queue", () => {
     await waitDone(client2, root, "TASK-0001");
     trackAgents(root);
     expect(readState(restarted.home).completed[0]?.summary).toBe("approved after restart");
+  }, 60_000);
+
+  it("a daemon killed while ending tickets: the next start moves them to done/, each with its ending written once", async () => {
+    const { daemon, client, root } = await setup();
+    await client.request("queue_pause", {});
+    for (const title of ["ended before the move", "ended before its history"]) await client.request("ticket_create", { projectRoot: root, title, ticketType: "TASK" });
+    await daemon.stop();
+    // What a SIGKILL inside QueueEnd.finish leaves: the completed records written, both tickets
+    // still in in-progress/, the first with its ending already in its history, the second without.
+    for (const id of ["TASK-0001", "TASK-0002"]) await moveTicket(root, id, "queue", "in-progress");
+    await appendHistory(root, "TASK-0001", { event: "done" });
+    const state = readState(daemon.home);
+    const completed = (id: string) => ({ ticket_id: id, ticket_type: "TASK", project: root, summary: `summary of ${id}`, completed_at: new Date().toISOString(), pr_url: null, output_tickets: [] });
+    writeFileSync(path.join(daemon.home, "state.json"), JSON.stringify({ ...state, paused: false, completed: [completed("TASK-0001"), completed("TASK-0002")] }));
+
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    await client2.request("queue_status", { projectRoot: root });
+    for (const id of ["TASK-0001", "TASK-0002"]) {
+      await waitFor(`${id} in done/`, () => existsSync(path.join(root, ".pu", "tickets", "done", `${id}.md`)));
+      const events = ((await findTicket(root, id)).history as { event: string }[]).map((h) => h.event);
+      expect(events.filter((e) => e === "done"), id).toEqual(["done"]);
+      expect(events.at(-1), id).toBe("done");
+    }
   }, 60_000);
 
   it("after a daemon SIGKILL mid-ticket, the restarted daemon continues the ticket with a re-prompted agent (once its edited workflow is trusted)", async () => {

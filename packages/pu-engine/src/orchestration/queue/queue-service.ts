@@ -90,11 +90,12 @@ export class QueueService extends QueueHostSteps {
         if (this.store.state.agents.some((a) => a.project === root && a.ticket_id === ticket.id)) continue;
         const completed = this.store.state.completed.some((c) => c.project === root && c.ticket_id === ticket.id);
         const to = completed ? "done" : "queue";
-        await moveTicket(root, ticket.id, "in-progress", to).catch(() => undefined);
-        // The ending may already be written (finish writes it just before the move).
+        // Written before the move, as finish does: a ticket seen in its new folder already says
+        // why. The ending may already be there (finish writes it just before its move).
         const last = Array.isArray(ticket.history) ? (ticket.history.at(-1) as { event?: unknown } | undefined)?.event : undefined;
         const ended = completed && (last === "done" || last === "failed" || last === "cancelled");
         if (!ended) await appendHistory(root, ticket.id, { event: completed ? "done" : "requeued after a daemon restart" }).catch(() => undefined);
+        await moveTicket(root, ticket.id, "in-progress", to).catch(() => undefined);
         this.state.log.event("ticket_settled", { projectRoot: root, ticketId: ticket.id, to });
       }
     }
