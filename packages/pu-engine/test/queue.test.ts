@@ -393,24 +393,32 @@ describe("work queue", () => {
   it("a daemon killed while ending tickets: the next start moves them to done/, each with its ending written once", async () => {
     const { daemon, client, root } = await setup();
     await client.request("queue_pause", {});
-    for (const title of ["ended before the move", "ended before its history"]) await client.request("ticket_create", { projectRoot: root, title, ticketType: "TASK" });
+    const titles = ["ended before the move", "ended before its history", "failed before its history", "cancelled before its history"];
+    for (const title of titles) await client.request("ticket_create", { projectRoot: root, title, ticketType: "TASK" });
     await daemon.stop();
-    // What a SIGKILL inside QueueEnd.finish leaves: the completed records written, both tickets
-    // still in in-progress/, the first with its ending already in its history, the second without.
-    for (const id of ["TASK-0001", "TASK-0002"]) await moveTicket(root, id, "queue", "in-progress");
+    // What a SIGKILL inside QueueEnd.finish leaves: the completed records written, the tickets
+    // still in in-progress/, the first with its ending already in its history, the others without.
+    const ids = ["TASK-0001", "TASK-0002", "TASK-0003", "TASK-0004"];
+    for (const id of ids) await moveTicket(root, id, "queue", "in-progress");
     await appendHistory(root, "TASK-0001", { event: "done" });
     const state = readState(daemon.home);
-    const completed = (id: string) => ({ ticket_id: id, ticket_type: "TASK", project: root, summary: `summary of ${id}`, completed_at: new Date().toISOString(), pr_url: null, output_tickets: [] });
-    writeFileSync(path.join(daemon.home, "state.json"), JSON.stringify({ ...state, paused: false, completed: [completed("TASK-0001"), completed("TASK-0002")] }));
+    const completed = (id: string, summary: string) => ({ ticket_id: id, ticket_type: "TASK", project: root, summary, completed_at: new Date().toISOString(), pr_url: null, output_tickets: [] });
+    const records = [
+      completed("TASK-0001", "summary of TASK-0001"),
+      completed("TASK-0002", "summary of TASK-0002"),
+      completed("TASK-0003", "failed: gate `pnpm test` failed"),
+      completed("TASK-0004", "cancelled"),
+    ];
+    writeFileSync(path.join(daemon.home, "state.json"), JSON.stringify({ ...state, paused: false, completed: records }));
 
     const restarted = await startTestDaemon(daemon.home);
     const client2 = await restarted.client();
     await client2.request("queue_status", { projectRoot: root });
-    for (const id of ["TASK-0001", "TASK-0002"]) {
+    const endings = { "TASK-0001": "done", "TASK-0002": "done", "TASK-0003": "failed", "TASK-0004": "cancelled" };
+    for (const [id, ending] of Object.entries(endings)) {
       await waitFor(`${id} in done/`, () => existsSync(path.join(root, ".pu", "tickets", "done", `${id}.md`)));
       const events = ((await findTicket(root, id)).history as { event: string }[]).map((h) => h.event);
-      expect(events.filter((e) => e === "done"), id).toEqual(["done"]);
-      expect(events.at(-1), id).toBe("done");
+      expect(events.filter((e) => e === "done" || e === "failed" || e === "cancelled"), id).toEqual([ending]);
     }
   }, 60_000);
 

@@ -11,7 +11,7 @@ import { stopAgents, stopFinishedAgents } from "../../agents/stop.js";
 import { mergeWorktree } from "../../git/merge.js";
 import { nowIso } from "../../state.js";
 import { appendHistory, findTicket, moveTicket } from "./tickets.js";
-import { COMPLETED_KEPT, runKey, stripTerminal, type TicketRun } from "./queue-run.js";
+import { COMPLETED_KEPT, endingSummary, runKey, stripTerminal, type TicketEnding, type TicketRun } from "./queue-run.js";
 import { QueueDispatch } from "./queue-dispatch.js";
 
 export abstract class QueueEnd extends QueueDispatch {
@@ -35,11 +35,11 @@ export abstract class QueueEnd extends QueueDispatch {
 
   protected async fail(run: TicketRun, message: string): Promise<void> {
     this.state.log.event("ticket_failed", { projectRoot: run.root, ticketId: run.ticketId, message });
-    await this.finish(run, "failed", `failed: ${message}`, [], message);
+    await this.finish(run, "failed", endingSummary("failed", message), [], message);
   }
 
   /** Moves the ticket to done/, keeps a completed record, frees the slot (the worktree stays). */
-  protected async finish(run: TicketRun, outcome: "done" | "failed" | "cancelled", summary: string, outputTickets: string[], note?: string): Promise<void> {
+  protected async finish(run: TicketRun, outcome: TicketEnding, summary: string, outputTickets: string[], note?: string): Promise<void> {
     // Once per ticket: a cancel racing the ticket's own end (or failure) must not record it twice.
     if (run.finished) return;
     run.finished = true;

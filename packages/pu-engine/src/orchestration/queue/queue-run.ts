@@ -11,6 +11,23 @@ import type { LiveAgent } from "../../session/live-agent.js";
 /** Completed records kept in state.json (the newest). */
 export const COMPLETED_KEPT = 200;
 /** How much gate output a fix request quotes. */
+/** How a ticket ended: the last event of its history, and what its completed record's summary says. */
+export type TicketEnding = "done" | "failed" | "cancelled";
+
+/**
+ * The summary a completed record keeps for an ending other than done ("done" keeps the agent's
+ * own summary). The record has no field for the ending (the Operator schema's), so a restart that
+ * finds a record without the ending in the ticket's history reads it back with endingOf.
+ */
+export function endingSummary(ending: Exclude<TicketEnding, "done">, message: string): string {
+  return ending === "cancelled" ? "cancelled" : `failed: ${message}`;
+}
+
+export function endingOf(record: { summary: string }): TicketEnding {
+  if (record.summary === "cancelled") return "cancelled";
+  return record.summary.startsWith("failed: ") ? "failed" : "done";
+}
+
 export const FIX_OUTPUT_BYTES = 2000;
 
 /** `last_message` of a ticket that waits for `pu review approve|reject` without a review state (a gate out of retries). */

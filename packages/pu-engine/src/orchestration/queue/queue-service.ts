@@ -21,7 +21,7 @@ import type { WorkOwner } from "../../agents/owners.js";
 import { appendHistory, findTicket, moveTicket, scanTickets, ticketSummary, writeTicketField } from "./tickets.js";
 import { untrustedTicketProblems } from "./ticket-trust.js";
 import { resolveWorkflow } from "./workflows.js";
-import { waitsForDecision, runKey, exists, type Decision, type TicketRun } from "./queue-run.js";
+import { waitsForDecision, runKey, exists, endingOf, endingSummary, type Decision, type TicketRun } from "./queue-run.js";
 import { QueueHostSteps } from "./queue-host-steps.js";
 
 export class QueueService extends QueueHostSteps {
@@ -88,13 +88,13 @@ export class QueueService extends QueueHostSteps {
       const scan = await scanTickets(root, ["in-progress"]).catch(() => ({ tickets: [] as TicketView[] }));
       for (const ticket of scan.tickets) {
         if (this.store.state.agents.some((a) => a.project === root && a.ticket_id === ticket.id)) continue;
-        const completed = this.store.state.completed.some((c) => c.project === root && c.ticket_id === ticket.id);
-        const to = completed ? "done" : "queue";
+        const record = this.store.state.completed.findLast((c) => c.project === root && c.ticket_id === ticket.id);
+        const to = record ? "done" : "queue";
         // Written before the move, as finish does: a ticket seen in its new folder already says
         // why. The ending may already be there (finish writes it just before its move).
         const last = Array.isArray(ticket.history) ? (ticket.history.at(-1) as { event?: unknown } | undefined)?.event : undefined;
-        const ended = completed && (last === "done" || last === "failed" || last === "cancelled");
-        if (!ended) await appendHistory(root, ticket.id, { event: completed ? "done" : "requeued after a daemon restart" }).catch(() => undefined);
+        const ended = record && (last === "done" || last === "failed" || last === "cancelled");
+        if (!ended) await appendHistory(root, ticket.id, { event: record ? endingOf(record) : "requeued after a daemon restart" }).catch(() => undefined);
         await moveTicket(root, ticket.id, "in-progress", to).catch(() => undefined);
         this.state.log.event("ticket_settled", { projectRoot: root, ticketId: ticket.id, to });
       }
@@ -238,7 +238,7 @@ export class QueueService extends QueueHostSteps {
     const onHost = this.agentStateOf(run)?.host ? this.agentStateOf(run)?.session_name : undefined;
     const stoppedAgents = live && live.session.exitCode === null ? [live.agentId] : onHost ? [onHost] : [];
     const worktreePath = this.agentStateOf(run)?.worktree_path ?? undefined;
-    await this.finish(run, "cancelled", "cancelled", [], "cancelled by request");
+    await this.finish(run, "cancelled", endingSummary("cancelled", "cancelled by request"), [], "cancelled by request");
     return { stoppedAgents, ...(worktreePath ? { worktreePath } : {}) };
   }
 
