@@ -4,8 +4,8 @@
  */
 import type { BudgetLimit } from "@pu/core/config";
 import { ZERO_TOKENS, budgetTokens, splitTallyKey, type TokenCounts, type UsageTally } from "@pu/core/usage";
-import type { AgentUsage, UsageFile } from "@pu/core/usage-file";
-import type { UsageFigures, UsageGrouping, UsageResult, UsageRow } from "@pu/ipc/protocol";
+import type { AgentUsage, UsageFile, UsageOwner } from "@pu/core/usage-file";
+import type { AgentUsageView, StatusReport, UsageFigures, UsageGrouping, UsageResult, UsageRow } from "@pu/ipc/protocol";
 import type { PriceBook } from "./prices.js";
 
 /** Tokens, calls, and their cost (null when a model among them has no price). */
@@ -53,7 +53,7 @@ export function totalsOf(entry: AgentUsage, prices: PriceBook): Totals {
  * Whether any call was counted: a source is named in the file as soon as it is found (so a daemon
  * killed before its first write re-reads it), and a source with nothing in it says nothing yet.
  */
-export function hasFigures(entry: AgentUsage): boolean {
+function hasFigures(entry: AgentUsage): boolean {
   for (const source in entry.sources) for (const _key in entry.sources[source]) return true;
   return false;
 }
@@ -62,6 +62,41 @@ export function hasFigures(entry: AgentUsage): boolean {
 export function figuresOf(totals: Totals): UsageFigures {
   const { input, output, cacheRead, cacheWrite, reasoning, calls, costUsd } = totals;
   return { input, output, cacheRead, cacheWrite, reasoning, calls, costUsd };
+}
+
+/** What status reports and `pu agent show` carry of an agent: its figures (null: none recorded) and its budget. */
+export function agentView(entry: AgentUsage, totals: Totals): AgentUsageView {
+  const view: AgentUsageView = { usage: hasFigures(entry) ? figuresOf(totals) : null };
+  if (entry.budget) view.budget = { ...entry.budget };
+  return view;
+}
+
+/** Each local agent of a status report given its figures and budget (agents on hosts carry their host's). */
+export function decorateReport(report: StatusReport, file: UsageFile, prices: PriceBook): StatusReport {
+  const views = [...Object.values(report.agents), ...Object.values(report.worktrees).flatMap((wt) => Object.values(wt.agents))];
+  for (const agent of views) {
+    if (agent.host) continue;
+    const entry = file.agents[agent.id];
+    if (!entry) {
+      agent.usage = null;
+      continue;
+    }
+    Object.assign(agent, agentView(entry, totalsOf(entry, prices)));
+  }
+  return report;
+}
+
+/** The totals of one owner's agents that recorded anything, summed per `groupOf` (no group: none recorded). */
+export function ownerTotalsIn(file: UsageFile, prices: PriceBook, owner: UsageOwner, groupOf: (entry: AgentUsage) => string): Map<string, Totals> {
+  const groups = new Map<string, Totals>();
+  for (const entry of Object.values(file.agents)) {
+    if (entry.owner?.kind !== owner.kind || entry.owner.id !== owner.id || !hasFigures(entry)) continue;
+    const key = groupOf(entry);
+    let totals = groups.get(key);
+    if (!totals) groups.set(key, (totals = emptyTotals()));
+    for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
+  }
+  return groups;
 }
 
 export function isOver(budget: BudgetLimit, totals: Totals): boolean {

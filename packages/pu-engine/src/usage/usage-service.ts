@@ -20,7 +20,7 @@ import { buildEnv } from "../agents/launch-command.js";
 import { interruptTurn } from "../agents/turn.js";
 import { RecordFinder, type RecordSource, type RecordedAgent } from "./record-sources.js";
 import { UsageStore, type ProjectUsage } from "./usage-store.js";
-import { addFigures, addTally, describeBudget, describeSpent, emptyTotals, figuresOf, hasFigures, isOver, limitOf, rollUp, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
+import { addFigures, addTally, agentView, decorateReport, describeBudget, describeSpent, emptyTotals, figuresOf, isOver, limitOf, ownerTotalsIn, rollUp, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
 
 const POLL_MS = 1_000;
 /** Looking for a record not found yet (a directory listing, a query): at most this often per agent. */
@@ -367,7 +367,7 @@ export class UsageService {
     project.dirty = true;
     await this.store.persist(root);
     this.changed(root);
-    return this.view(entry, totals);
+    return agentView(entry, totals);
   }
 
   /**
@@ -407,19 +407,13 @@ export class UsageService {
     });
   }
 
-  private view(entry: AgentUsage, totals: Totals): AgentUsageView {
-    const view: AgentUsageView = { usage: hasFigures(entry) ? figuresOf(totals) : null };
-    if (entry.budget) view.budget = { ...entry.budget };
-    return view;
-  }
-
   /** An agent that just exited: its records read to the end now, and its figures (null: none found). */
   async finalFigures(root: string, agentId: string): Promise<AgentUsageView["usage"]> {
     const project = await this.store.project(root);
     const agent = this.tracked.get(agentId);
     const entry = project.file.agents[agentId];
     if (agent && entry) await this.readSources(agent, project, entry);
-    return entry ? this.view(entry, totalsOf(entry, await this.store.prices(project))).usage : null;
+    return entry ? agentView(entry, totalsOf(entry, await this.store.prices(project))).usage : null;
   }
 
   /** The figures of these agents (null: no record found), for `pu group compare` and `pu plan show`. */
@@ -429,7 +423,7 @@ export class UsageService {
     const figures = new Map<string, AgentUsageView["usage"]>();
     for (const id of agentIds) {
       const entry = project.file.agents[id];
-      figures.set(id, entry ? this.view(entry, totalsOf(entry, prices)).usage : null);
+      figures.set(id, entry ? agentView(entry, totalsOf(entry, prices)).usage : null);
     }
     return figures;
   }
@@ -475,16 +469,7 @@ export class UsageService {
   /** The totals of one owner's agents that recorded anything, summed per `groupOf` (no group: none recorded). */
   private async ownerTotals(root: string, owner: UsageOwner, groupOf: (entry: AgentUsage) => string): Promise<Map<string, Totals>> {
     const project = await this.store.project(root);
-    const prices = await this.store.prices(project);
-    const groups = new Map<string, Totals>();
-    for (const entry of Object.values(project.file.agents)) {
-      if (entry.owner?.kind !== owner.kind || entry.owner.id !== owner.id || !hasFigures(entry)) continue;
-      const key = groupOf(entry);
-      let totals = groups.get(key);
-      if (!totals) groups.set(key, (totals = emptyTotals()));
-      for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
-    }
-    return groups;
+    return ownerTotalsIn(project.file, await this.store.prices(project), owner, groupOf);
   }
 
   /** Before the first report of a project: its usage file read and prices loaded, so the report has its figures. */
@@ -499,18 +484,7 @@ export class UsageService {
       void this.store.project(report.projectRoot);
       return report;
     }
-    const prices = this.store.pricesNow(project);
-    const views = [...Object.values(report.agents), ...Object.values(report.worktrees).flatMap((wt) => Object.values(wt.agents))];
-    for (const agent of views) {
-      if (agent.host) continue;
-      const entry = project.file.agents[agent.id];
-      if (!entry) {
-        agent.usage = null;
-        continue;
-      }
-      Object.assign(agent, this.view(entry, totalsOf(entry, prices)));
-    }
-    return report;
+    return decorateReport(report, project.file, this.store.pricesNow(project));
   }
 
   /** `pu usage`: every agent of the project, alive or gone, rolled up as asked. */
