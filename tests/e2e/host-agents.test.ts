@@ -921,25 +921,43 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.ok(["clean", "--worktree", placement.worktree_id!, "--force"]);
   });
 
-  it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", { timeout: 300_000, retry: 1 }, async () => {
+  /**
+   * The test model server, reached on the host through `ssh -R` (127.0.0.1:port there is this
+   * machine's server), and a Claude Code setup in `dir` on the host that uses it.
+   */
+  const modelServerOnHost = async (dir: string) => {
     const server = await startModelServer({});
-    const forwardPort = 20_000 + Math.floor(Math.random() * 20_000);
-    // `ssh -R`: on the host, 127.0.0.1:forwardPort is this machine's model server.
-    const forward = spawn("ssh", ["-F", host.configFile, "-N", "-o", "ExitOnForwardFailure=yes", "-R", `${forwardPort}:127.0.0.1:${new URL(server.url).port}`, host.alias], { stdio: "ignore" });
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const forward = spawn("ssh", ["-F", host.configFile, "-N", "-o", "ExitOnForwardFailure=yes", "-R", `${port}:127.0.0.1:${new URL(server.url).port}`, host.alias], { stdio: "ignore" });
+    const close = async () => {
+      forward.kill("SIGKILL");
+      await server.close();
+    };
+    try {
+      const home = agentHome("claude", { dir, serverUrl: `http://127.0.0.1:${port}`, trustedDirs: [hostMirrorPath({ root }, sb.root)] });
+      execFileSync("chown", ["-R", `${host.user}:`, path.join(dir, ".claude"), path.join(dir, ".claude.json")]);
+      // The forward reaches this model server (not something else that happens to listen there).
+      await waitFor("the port forward to reach the model server", async () => {
+        if (!(await listening(port))) return undefined;
+        await fetch(`http://127.0.0.1:${port}/pu-forward-check`).catch(() => undefined);
+        return server.requests.some((r) => r.path === "/pu-forward-check") ? true : undefined;
+      }, 30_000, 200);
+      return { server, env: { ...home.env, SHELL: "/bin/bash" }, close };
+    } catch (error) {
+      await close();
+      throw error;
+    }
+  };
+
+  it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", { timeout: 300_000, retry: 1 }, async () => {
+    const dir = `${host.home}/claude-home`;
+    mkdirSync(dir, { recursive: true });
+    execFileSync("chown", [`${host.user}:`, dir]);
+    const { server, env: claudeEnv, close } = await modelServerOnHost(dir);
     let spawned: { agentId: string; worktreeId: string; cwd: string } | undefined;
     let cleaned = false;
     try {
-      const dir = `${host.home}/claude-home`;
-      const mirror = hostMirrorPath({ root }, sb.root);
-      const home = agentHome("claude", { dir, serverUrl: `http://127.0.0.1:${forwardPort}`, trustedDirs: [mirror] });
-      execFileSync("chown", ["-R", `${host.user}:`, dir]);
-      const env = Object.entries({ ...home.env, SHELL: "/bin/bash" }).flatMap(([k, v]) => (v === undefined ? [] : ["--env", `${k}=${v}`]));
-      // The forward reaches this model server (not something else that happens to listen there).
-      await waitFor("the port forward to reach the model server", async () => {
-        if (!(await listening(forwardPort))) return undefined;
-        await fetch(`http://127.0.0.1:${forwardPort}/pu-forward-check`).catch(() => undefined);
-        return server.requests.some((r) => r.path === "/pu-forward-check") ? true : undefined;
-      }, 30_000, 200);
+      const env = Object.entries(claudeEnv).flatMap(([k, v]) => (v === undefined ? [] : ["--env", `${k}=${v}`]));
       // A budget given here is kept and enforced by the host's daemon (a dropped link stops nothing).
       const placed = await sb.puJson<{ agentId: string; worktreeId: string; cwd: string }>(["spawn", "RUN: echo made-by-claude-on-the-host > host-claude.txt PACE: 100 USAGE: in=500 out=50 SAY: done on the host", "--agent", "claude", "--on", "box", "--name", "host-claude", "--max-tokens", "100000", ...env]);
       spawned = placed;
@@ -988,9 +1006,69 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     } finally {
       // A failed attempt leaves nothing for the retry or the later tests to count.
       if (spawned && !cleaned) await sb.pu(["clean", "--worktree", spawned.worktreeId, "--force"]);
-      forward.kill("SIGKILL");
-      await server.close();
+      await close();
     }
+  });
+
+  it("a ticket on the host counts its earlier steps there: its next step gets what is left of the ticket's budget, is stopped there at it, and the ticket waits for a decision", { timeout: 300_000, retry: 1 }, async () => {
+    // Claude's setup in the host user's own home, where the host's pu looks for its records; the
+    // claude type's command, committed, is a wrapper that points it at the model server.
+    const { server, env, close } = await modelServerOnHost(host.home);
+    const wrapper = path.join(os.tmpdir(), `pu-e2e-claude-${process.pid}.sh`);
+    const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+    const exports = Object.entries(env).map(([k, v]) => (v === undefined ? `unset ${k}` : `export ${k}=${quoted(v)}`));
+    writeFileSync(wrapper, ["#!/bin/sh", ...exports, 'exec claude "$@"', ""].join("\n"), { mode: 0o755 });
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    const before = readFileSync(config, "utf8");
+    const commitConfig = (text: string, message: string) => {
+      writeFileSync(config, text);
+      sb.git(["add", "-f", ".pu/config.yaml"]);
+      sb.git(["commit", "-q", "-m", message]);
+    };
+    let ticketId: string | undefined;
+    onTestFinished(async () => {
+      if (ticketId) {
+        const worktree = (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as { agents: { ticket_id: string; session_context_ref?: string | null }[] }).agents.find((a) => a.ticket_id === ticketId)?.session_context_ref;
+        await sb.pu(["ticket", "cancel", ticketId]);
+        if (worktree) await sb.pu(["clean", "--worktree", worktree, "--force"]);
+      }
+      commitConfig(before, "queue.hosts off again, claude as built in");
+      rmSync(wrapper, { force: true });
+      await close();
+    });
+    commitConfig(`queue:\n  hosts: [box]\n${before}${/^agents:/m.test(before) ? "" : "\nagents:\n"}  claude:\n    command: ${wrapper}\n`, "tickets run on box, claude through its wrapper");
+    mkdirSync(path.join(sb.root, ".pu", "workflows"), { recursive: true });
+    // The first step spends 550 of the ticket's 1,000 tokens; the second step's first call reports 550 more.
+    writeFileSync(
+      path.join(sb.root, ".pu", "workflows", "HSPEND.yaml"),
+      [
+        "steps:",
+        "  - name: first",
+        "    agent: claude",
+        '    prompt: "USAGE: in=500 out=50 SAY: first step on the host"',
+        "  - name: second",
+        "    agent: claude",
+        '    prompt: "RUN: sleep 8 RUN: echo past-host-ticket-budget > hb.txt USAGE: in=500 out=50 SAY: unreachable"',
+        "",
+      ].join("\n"),
+    );
+    await sb.ok(["trust"]);
+    await sb.ok(["trust", "--on", "box"]);
+    ticketId = (await sb.puJson<{ ticket: { id: string } }>(["ticket", "create", "two steps on one budget there", "--type", "HSPEND", "--max-tokens", "1000"])).ticket.id;
+    const review = await waitFor("the ticket to wait for a decision", async () => {
+      const list = await sb.puJson<{ reviews: { ticketId: string; lastMessage: string | null }[] }>(["review", "list"]);
+      const waiting = list.reviews.find((r) => r.ticketId === ticketId && r.lastMessage);
+      if (waiting) return waiting;
+      // A ticket that ran its steps to the end never waits: said at once, not after the timeout.
+      const shown = await sb.puJson<{ ticket: { state: string } }>(["ticket", "show", ticketId!]);
+      return shown.ticket.state === "done" ? { ticketId, lastMessage: "(the ticket ended without waiting for a decision)" } : undefined;
+    }, 240_000, 500).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${await sb.ok(["ticket", "show", ticketId!])}\n${JSON.stringify(server.requests.map((r) => [r.reply, r.command, r.replyText]))}`);
+    });
+    // The second step was given what the first left (450 of 1,000), and its first call crossed it.
+    expect(review.lastMessage).toMatch(/^needs a decision: step second: stopped at its budget \(max 450 tokens, spent 550 tokens(, \$[\d.]+)?\)$/);
+    expect(server.requests.filter((r) => r.replyText === "first step on the host")).toHaveLength(1);
+    expect(server.requests.filter((r) => r.command === "echo past-host-ticket-budget > hb.txt")).toEqual([]);
   });
 
   it("host remove refuses while agents run there; kill and clean route to the host and end them there", async () => {

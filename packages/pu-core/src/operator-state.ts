@@ -39,8 +39,15 @@ export const AgentStateSchema = z.looseObject({
   worktree_path: nullable(z.string()),
   /** pu's: the host the ticket runs on (`queue.hosts`); absent: this machine. */
   host: nullable(z.string()),
-  /** pu's: the current step's group of one on that host, keyed so a restarted daemon finds it again. */
-  host_step: nullable(z.object({ step: z.string(), key: z.string(), group_id: nullable(z.string()) })),
+  /**
+   * pu's: the current step's group of one on that host, keyed so a restarted daemon finds it again,
+   * with the budget it was given there (what the ticket's earlier steps left, or the step's own).
+   */
+  host_step: nullable(
+    z.object({ step: z.string(), key: z.string(), group_id: nullable(z.string()), max_cost: nullable(z.number()), max_tokens: nullable(z.number()) }),
+  ),
+  /** pu's: every agent the ticket's steps ran on that host so far (each step has its own), whose usage its budget counts. */
+  host_agents: nullable(z.array(z.string())),
 });
 export type AgentState = z.infer<typeof AgentStateSchema>;
 

@@ -162,7 +162,8 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Each status report carries every agent's figures (and, below, the hosts' agents).
     // A group's or plan's budget counts its members and workers on hosts, as the hosts report them.
     usage.setElsewhere(async (root, owner) => {
-      const placed = owner.kind === "group" ? groupService.hostAgents(root, owner.id) : owner.kind === "plan" ? await planService.hostAgents(root, owner.id) : [];
+      const placed =
+        owner.kind === "group" ? groupService.hostAgents(root, owner.id) : owner.kind === "plan" ? await planService.hostAgents(root, owner.id) : workQueue.hostAgents(root, owner.id);
       return placed.length === 0 ? [] : hostMembers.usageOf(root, placed);
     });
     usage.setOwnerLookup((root, agentId) => {

@@ -3,7 +3,7 @@
  * crossed and how to say so, and `pu usage`'s roll-ups over a project's usage file.
  */
 import type { BudgetLimit } from "@pu/core/config";
-import { ZERO_TOKENS, budgetTokens, splitTallyKey, type TokenCounts, type UsageTally } from "@pu/core/usage";
+import { ZERO_TOKENS, budgetTokens, lowerLimit, splitTallyKey, type TokenCounts, type UsageTally } from "@pu/core/usage";
 import type { AgentUsage, UsageFile, UsageOwner } from "@pu/core/usage-file";
 import type { AgentUsageView, StatusReport, UsageFigures, UsageGrouping, UsageResult, UsageRow } from "@pu/ipc/protocol";
 import type { PriceBook } from "./prices.js";
@@ -102,6 +102,19 @@ export function ownerTotalsIn(file: UsageFile, prices: PriceBook, owner: UsageOw
 export function isOver(budget: BudgetLimit, totals: Totals): boolean {
   if (budget.maxTokens !== undefined && budgetTokens(totals) >= budget.maxTokens) return true;
   return budget.maxCost !== undefined && totals.costUsd !== null && totals.costUsd >= budget.maxCost;
+}
+
+/**
+ * A ticket step's budget on its agent: the ticket's limits over all the agent spent, the step's
+ * over what it had spent when the step began (`spent`); the lower of the two.
+ */
+export function stepBudget(spent: Totals, ticket: BudgetLimit, step: BudgetLimit): BudgetLimit {
+  const budget: BudgetLimit = {};
+  const maxTokens = lowerLimit(ticket.maxTokens, step.maxTokens === undefined ? undefined : budgetTokens(spent) + step.maxTokens);
+  const maxCost = lowerLimit(ticket.maxCost, step.maxCost === undefined ? undefined : (spent.costUsd ?? 0) + step.maxCost);
+  if (maxTokens !== undefined) budget.maxTokens = maxTokens;
+  if (maxCost !== undefined) budget.maxCost = maxCost;
+  return budget;
 }
 
 /** `max 1000 tokens / $5`. */

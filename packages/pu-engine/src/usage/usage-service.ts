@@ -11,7 +11,7 @@
  */
 import type { BudgetLimit } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
-import { budgetTokens, lowerLimit } from "@pu/core/usage";
+import { budgetTokens } from "@pu/core/usage";
 import type { AgentBudget, AgentUsage, UsageOwner } from "@pu/core/usage-file";
 import type { AgentUsageView, StatusReport, UsageFigures, UsageResult, UsageGrouping } from "@pu/ipc/protocol";
 import type { DaemonLog } from "../daemon-log.js";
@@ -20,7 +20,7 @@ import { buildEnv } from "../agents/launch-command.js";
 import { interruptTurn } from "../agents/turn.js";
 import { RecordFinder, type RecordSource, type RecordedAgent } from "./record-sources.js";
 import { UsageStore, type ProjectUsage } from "./usage-store.js";
-import { addFigures, addTally, agentView, decorateReport, describeBudget, describeSpent, emptyTotals, figuresOf, isOver, limitOf, ownerTotalsIn, rollUp, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
+import { addFigures, addTally, agentView, decorateReport, describeBudget, describeSpent, emptyTotals, figuresOf, isOver, limitOf, ownerTotalsIn, rollUp, stepBudget, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
 
 const POLL_MS = 1_000;
 /** Looking for a record not found yet (a directory listing, a query): at most this often per agent. */
@@ -380,13 +380,8 @@ export class UsageService {
     const project = await this.store.writable(root);
     const entry = project.file.agents[agentId];
     const spent = entry ? totalsOf(entry, await this.store.prices(project)) : emptyTotals();
-    const budget: AgentBudget = {};
-    const maxTokens = lowerLimit(ticket.maxTokens, step.maxTokens === undefined ? undefined : budgetTokens(spent) + step.maxTokens);
-    const maxCost = lowerLimit(ticket.maxCost, step.maxCost === undefined ? undefined : (spent.costUsd ?? 0) + step.maxCost);
-    if (maxTokens !== undefined) budget.maxTokens = maxTokens;
-    if (maxCost !== undefined) budget.maxCost = maxCost;
     const target = entry ?? this.entryOf(project, { agentId, name: agentId, agentType: "unknown", startedAtMs: Date.now() });
-    target.budget = budget;
+    target.budget = stepBudget(spent, ticket, step);
     project.dirty = true;
     await this.store.persist(root);
   }
@@ -410,10 +405,16 @@ export class UsageService {
   /** An agent that just exited: its records read to the end now, and its figures (null: none found). */
   async finalFigures(root: string, agentId: string): Promise<AgentUsageView["usage"]> {
     const project = await this.store.project(root);
+    const entry = await this.readToEnd(project, agentId);
+    return entry ? agentView(entry, totalsOf(entry, await this.store.prices(project))).usage : null;
+  }
+
+  /** A tracked agent's records read up to what its CLI has written so far; its entry (if any). */
+  private async readToEnd(project: ProjectUsage, agentId: string): Promise<AgentUsage | undefined> {
     const agent = this.tracked.get(agentId);
     const entry = project.file.agents[agentId];
     if (agent && entry) await this.readSources(agent, project, entry);
-    return entry ? agentView(entry, totalsOf(entry, await this.store.prices(project))).usage : null;
+    return entry;
   }
 
   /** The figures of these agents (null: no record found), for `pu group compare` and `pu plan show`. */
@@ -487,10 +488,15 @@ export class UsageService {
     return decorateReport(report, project.file, this.store.pricesNow(project));
   }
 
-  /** `pu usage`: every agent of the project, alive or gone, rolled up as asked. */
+  /**
+   * `pu usage`: every agent of the project, alive or gone, rolled up as asked. Named agents (a
+   * control plane asking for its agents here) have their records read to the end first, so a
+   * step that just ended is counted whole before the next one's budget is set.
+   */
   async usage(root: string, by: UsageGrouping, since?: string, agentIds?: readonly string[]): Promise<UsageResult> {
     const project = await this.store.project(root);
     if (project.problem) throw new PuError("CONFIG_ERROR", project.problem);
+    for (const agentId of agentIds ?? []) await this.readToEnd(project, agentId);
     return { projectRoot: root, ...rollUp(project.file, await this.store.prices(project), by, since, agentIds ? new Set(agentIds) : undefined) };
   }
 }

@@ -11,13 +11,14 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { loadConfig } from "@pu/core/config";
+import { loadConfig, type BudgetLimit } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
 import { lowerLimit } from "@pu/core/usage";
 import { remoteCommandLine } from "@pu/core/remote-argv";
 import { renderTemplate } from "@pu/core/template";
 import { stepAgent, type WorkflowStep } from "@pu/core/workflow";
 import { hostMemberResult, type HostMemberSpec, type HostMembers } from "../../hosts/host-members.js";
+import { describeBudget, describeSpent, isOver, limitOf } from "../../usage/usage-figures.js";
 import { currentBranch } from "../../git/runner.js";
 import { findTicket } from "./tickets.js";
 import { ticketStillTrusted } from "./ticket-trust.js";
@@ -44,7 +45,11 @@ export abstract class QueueHostSteps extends QueueSteps {
     // The step's group on the host: the one recorded for this step (asked again after a restart), or a new key.
     let placed = agentState.host_step?.step === step.name ? agentState.host_step : null;
     if (!placed) {
-      const fresh = { step: step.name, key: `${run.ticketId}-${step.name}-${randomBytes(4).toString("hex")}`, group_id: null };
+      // Its budget there: the lower of its own and what the ticket's earlier steps left; nothing left, a person decides.
+      const left = await this.ticketBudgetLeft(run, ticket, undefined);
+      if (left.spent) return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name}: stopped at its budget (${left.spent})`);
+      const key = `${run.ticketId}-${step.name}-${randomBytes(4).toString("hex")}`;
+      const fresh = { step: step.name, key, group_id: null, max_cost: lowerLimit(step.max_cost, left.maxCost) ?? null, max_tokens: lowerLimit(step.max_tokens, left.maxTokens) ?? null };
       await this.store.update(() => {
         agentState.host_step = fresh;
       });
@@ -52,9 +57,10 @@ export abstract class QueueHostSteps extends QueueSteps {
     }
     const baseBranch = await currentBranch(run.root);
     if (!baseBranch) return { kind: "failed", message: `${run.root} is on a detached HEAD; a ticket on host ${host} starts from a branch` };
+    const limit = limitOf({ maxCost: placed.max_cost, maxTokens: placed.max_tokens });
     try {
       if (!placed.group_id) {
-        const groupId = await hosts.start(run.root, host, await this.hostStepSpec(run, step, extra, baseBranch, placed.key), run.abort.signal);
+        const groupId = await hosts.start(run.root, host, await this.hostStepSpec(run, step, extra, baseBranch, placed.key, limit), run.abort.signal);
         const asked = placed;
         await this.store.update(() => {
           if (agentState.host_step === asked) agentState.host_step = { ...asked, group_id: groupId };
@@ -70,8 +76,10 @@ export abstract class QueueHostSteps extends QueueSteps {
           over: () => run.abort.signal.aborted || this.stopped || this.state.stopping,
           seen: async (member) => {
             if (!member.agentId || member.agentId === agentState.session_name) return;
+            const agentId = member.agentId;
             await this.store.update(() => {
-              agentState.session_name = member.agentId;
+              agentState.session_name = agentId;
+              if (!agentState.host_agents?.includes(agentId)) agentState.host_agents = [...(agentState.host_agents ?? []), agentId];
               agentState.session_context_ref = member.worktreeId ?? agentState.session_context_ref;
               agentState.worktree_path = member.worktreePath ?? agentState.worktree_path;
               agentState.last_activity = new Date().toISOString();
@@ -94,6 +102,9 @@ export abstract class QueueHostSteps extends QueueSteps {
       await this.store.update(() => {
         agentState.host_step = null;
       });
+      // Stopped there at its budget, its turn ends as any other: the figures say so.
+      const over = await this.hostStepOver(run.root, { host, hosts }, agentState.session_name, limit);
+      if (over) return this.waitForPerson(run, step, null, `${NEEDS_DECISION} step ${step.name}: stopped at its budget (${over})`);
       if (result.state === "done") {
         if (step.review) return this.waitForPerson(run, step, REVIEW_STATES[step.review], `step ${step.name} waits for a ${step.review} review`);
         return { kind: "done", note: `on host ${host}` };
@@ -139,8 +150,16 @@ export abstract class QueueHostSteps extends QueueSteps {
     return () => clearInterval(timer);
   }
 
+  /** Why the step's agent on the host passed its budget (`max 450 tokens, spent 550 tokens`), or undefined. */
+  private async hostStepOver(root: string, on: { host: string; hosts: HostMembers }, agentId: string | null | undefined, limit: BudgetLimit): Promise<string | undefined> {
+    if (!agentId || (limit.maxCost === undefined && limit.maxTokens === undefined)) return undefined;
+    const [figures] = await on.hosts.usageOf(root, [{ host: on.host, agentId }]).catch(() => []);
+    if (!figures || !isOver(limit, figures)) return undefined;
+    return `${describeBudget(limit)}, spent ${describeSpent(figures)}`;
+  }
+
   /** What the host is asked to run for the step: its prompt, agent, check and budget, in the ticket's worktree there once it has one. */
-  private async hostStepSpec(run: TicketRun, step: WorkflowStep, extra: string | undefined, baseBranch: string, key: string): Promise<HostMemberSpec> {
+  private async hostStepSpec(run: TicketRun, step: WorkflowStep, extra: string | undefined, baseBranch: string, key: string, limit: BudgetLimit): Promise<HostMemberSpec> {
     const agentState = this.agentStateOf(run);
     if (!agentState) throw new PuError("INVALID_STATE", `ticket ${run.ticketId} has no state`);
     const ticket = await findTicket(run.root, run.ticketId);
@@ -151,8 +170,6 @@ export abstract class QueueHostSteps extends QueueSteps {
     // The step's output file is the member's own there; its text comes back and is written here.
     const vars = { ...(await this.stepVars(run, ticket, step)), OUTPUT_FILE: "$PU_OUTPUT_FILE" };
     const prompt = renderTemplate(step.prompt, vars).text.trimEnd();
-    const maxCost = lowerLimit(step.max_cost, ticket.max_cost);
-    const maxTokens = lowerLimit(step.max_tokens, ticket.max_tokens);
     return {
       groupId: `ticket-${run.ticketId}`,
       variant: key,
@@ -166,8 +183,8 @@ export abstract class QueueHostSteps extends QueueSteps {
         gate: hostStepGate(step),
         max_retries: step.max_retries,
         timeout_minutes: null,
-        max_cost: maxCost ?? null,
-        max_tokens: maxTokens ?? null,
+        max_cost: limit.maxCost ?? null,
+        max_tokens: limit.maxTokens ?? null,
       },
     };
   }

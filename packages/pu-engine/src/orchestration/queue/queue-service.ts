@@ -253,6 +253,13 @@ export class QueueService extends QueueHostSteps {
       });
   }
 
+  /** The agents a ticket in flight ran on its host (one per step there), for its budget. */
+  hostAgents(root: string, ticketId: string): { host: string; agentId: string }[] {
+    const a = this.store.state.agents.find((s) => s.project === root && s.ticket_id === ticketId);
+    const host = a?.host;
+    return host ? (a.host_agents ?? []).map((agentId) => ({ host, agentId })) : [];
+  }
+
   /** A ticket created from inside an agent: recorded as the output of that agent's ticket. */
   async recordOutputTicket(callerAgentId: string, newTicketId: string): Promise<string | undefined> {
     const owner = this.store.state.agents.find((a) => a.session_name === callerAgentId);

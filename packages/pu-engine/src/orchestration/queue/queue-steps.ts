@@ -236,11 +236,12 @@ export abstract class QueueSteps extends QueueEnd {
   }
 
   /**
-   * What is left of the ticket's budget for a group step: its limits less what the ticket's agents
-   * and its earlier groups' members used (a rejected group's too: it spent). `spent` says why
+   * What is left of the ticket's budget for a group step or a step on a host: its limits less what
+   * the ticket's agents (here and on its host) and its earlier groups' members used (a rejected
+   * group's too: it spent). `spent` says why
    * nothing is left; a cost is left alone while a model without a price makes it unknown.
    */
-  private async ticketBudgetLeft(run: TicketRun, ticket: TicketView, currentAgentId: string | undefined): Promise<{ maxCost?: number; maxTokens?: number; spent?: string }> {
+  protected async ticketBudgetLeft(run: TicketRun, ticket: TicketView, currentAgentId: string | undefined): Promise<{ maxCost?: number; maxTokens?: number; spent?: string }> {
     const limit = { ...limitField("maxCost", ticket.max_cost), ...limitField("maxTokens", ticket.max_tokens) };
     if (limit.maxCost === undefined && limit.maxTokens === undefined) return {};
     const used = await this.budgets.ticketTotals(run.root, run.ticketId, currentAgentId, ticketGroupIds(ticket));
