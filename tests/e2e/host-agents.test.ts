@@ -97,6 +97,17 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     sb.git(["add", "-f", ".pu/config.yaml"]);
     sb.git(["commit", "-q", "-m", `the agent type ${name}`]);
   };
+  /** The project's `.pu/config.yaml` as it is now, and a commit of new text in its place. */
+  const projectConfig = () => {
+    const file = path.join(sb.root, ".pu", "config.yaml");
+    const before = readFileSync(file, "utf8");
+    const commitConfig = (text: string, message: string) => {
+      writeFileSync(file, text);
+      sb.git(["add", "-f", ".pu/config.yaml"]);
+      sb.git(["commit", "-q", "-m", message]);
+    };
+    return { before, commitConfig };
+  };
   /** Files written into the project and committed (force-added: `.pu/` is ignored), as a pull would bring them. */
   const commitFiles = (files: Record<string, string>, message: string) => {
     for (const [file, text] of Object.entries(files)) {
@@ -673,16 +684,10 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
       path.join(sb.root, ".pu", "workflows", "HOSTED.yaml"),
       'finish: merge\nsteps:\n  - name: build\n    agent: ticketmember\n    prompt: "build {{TITLE}}"\n    gate: { run: "test -f ok.txt" }\n  - name: check\n    agent: ticketmember\n    prompt: "check {{TITLE}}"\n    artifact: ok.txt\n    review: plan\n    timeout_minutes: 0.02\n',
     );
-    const config = path.join(sb.root, ".pu", "config.yaml");
-    const before = readFileSync(config, "utf8");
     // The config is committed (the merge at the end wants a clean checkout here), and so is its restoring.
-    const commitConfig = (text: string, message: string) => {
-      writeFileSync(config, text);
-      sb.git(["add", "-f", ".pu/config.yaml"]);
-      sb.git(["commit", "-q", "-m", message]);
-    };
+    const { before, commitConfig } = projectConfig();
     onTestFinished(() => commitConfig(before, "queue.hosts off again"));
-    writeFileSync(config, `queue:\n  hosts: [box, nosuch]\n${before}`);
+    writeFileSync(path.join(sb.root, ".pu", "config.yaml"), `queue:\n  hosts: [box, nosuch]\n${before}`);
     await sb.ok(["trust"]);
     // A place that is no host is said in pu queue (its tickets would never start there).
     expect((await sb.puJson<{ problems: { message: string }[] }>(["queue"])).problems.map((p) => p.message)).toContain("queue.hosts: no host named nosuch (pu host list; local is this machine)");
@@ -1018,13 +1023,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
     const exports = Object.entries(env).map(([k, v]) => (v === undefined ? `unset ${k}` : `export ${k}=${quoted(v)}`));
     writeFileSync(wrapper, ["#!/bin/sh", ...exports, 'exec claude "$@"', ""].join("\n"), { mode: 0o755 });
-    const config = path.join(sb.root, ".pu", "config.yaml");
-    const before = readFileSync(config, "utf8");
-    const commitConfig = (text: string, message: string) => {
-      writeFileSync(config, text);
-      sb.git(["add", "-f", ".pu/config.yaml"]);
-      sb.git(["commit", "-q", "-m", message]);
-    };
+    const { before, commitConfig } = projectConfig();
     let ticketId: string | undefined;
     onTestFinished(async () => {
       if (ticketId) {
