@@ -148,10 +148,11 @@ export async function waitForDaemon(home, timeoutMs = 15_000) {
 }
 
 /**
- * Starts `pu-engine --home DIR` as our child. `stop()` asks it to shut down (it
+ * Starts `pu-engine --home DIR` as our child (`extraNodeArgs` after pu's own Node flags: a later
+ * V8 flag wins, so a bench can take one of pu's back). `stop()` asks it to shut down (it
  * stops its agents), and kills it by pid if it does not go.
  */
-export async function startDaemon(home, env = process.env) {
+export async function startDaemon(home, env = process.env, extraNodeArgs = []) {
   const errFile = path.join(home, "bench-daemon.stderr");
   const fd = openSync(errFile, "a");
   let child;
@@ -159,7 +160,7 @@ export async function startDaemon(home, env = process.env) {
     // Started as `pu` starts it (its Node flags), plus PU_BENCH_DAEMON_NODE_ARGS: e.g.
     // "--cpu-prof --cpu-prof-dir=/tmp/prof" profiles the daemon.
     const { DAEMON_NODE_FLAGS } = await import(pathToFileURL(path.join(REPO, "packages/pu-core/dist/daemon-process.js")).href);
-    const nodeArgs = [...DAEMON_NODE_FLAGS, ...(process.env.PU_BENCH_DAEMON_NODE_ARGS ?? "").split(" ").filter(Boolean)];
+    const nodeArgs = [...DAEMON_NODE_FLAGS, ...(process.env.PU_BENCH_DAEMON_NODE_ARGS ?? "").split(" ").filter(Boolean), ...extraNodeArgs];
     child = spawn(process.execPath, [...nodeArgs, ENGINE_BIN, "--home", home], { stdio: ["ignore", fd, fd], env: { ...env, PU_HOME: home } });
   } finally {
     closeSync(fd);

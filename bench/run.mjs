@@ -131,6 +131,10 @@ on the (shared, 2-core) machine hits both alike.
   --follow\` add, with nothing of pu's in them (node-pty
   there may drop the last few KiB on exit, which pu's daemon guards against: a gain for the relay
   of well under 0.1 %).
+  *A daemon after 3 earlier floods*: two daemons side by side, one started as pu starts it and
+  one with its old-space floor taken back (\`--initial-old-space-size=0\`), each through 3 floods
+  first, then flooded in turn (1 KiB lines to \`pu logs --follow\`), both with \`--trace-gc\`, which
+  counts their full collections per flood (in the notes).
 - **Keystroke round trip.** The agent is \`stty raw -echo; exec cat\`, so the
   echo is the program reading the byte and writing it back, not the tty's
   line discipline. One byte goes out as an \`input\` request on the attach
@@ -492,6 +496,39 @@ The cost is memory: an idle daemon 88 → 103 MiB RSS, with 100 agents 146 → 1
 (\`BENCH_ONLY=agents\`). The ratios still move with the direct reference, which itself reads
 65–75 MB/s (80-byte) and 88–118 MB/s (1 KiB) from run to run on this machine; the table above
 is from before this change.
+
+**2026-11-27: the daemon's old-space floor.** The young generation above did not end the full
+collections for good: they came back once a daemon had lived through a few floods. Counted per
+flood (\`--trace-gc\` into the daemon's log, 1 KiB lines to \`pu logs --follow\`, one daemon kept
+across the floods): 0–1 full mark-compacts in each of its first four floods, then 13–18 in every
+later one. \`--trace-incremental-marking\` said why: "Start (allocation limit)" with the old
+generation at ≈ 28 MiB against a limit V8 had set at ≈ 51 MiB. V8 starts marking when the room
+left under the limit is less than the young generation can promote at once (two 16 MiB
+semi-spaces), and a flood's read buffers and frames count toward the limit as well. The
+throughput figures above start a fresh daemon per line shape, so they caught this in some runs
+and not in others: a part of the run-to-run swing this file kept reporting. Starting the daemon
+with \`--initial-old-space-size=128\` too (a floor of 128 MiB under V8's limit;
+\`@pu/core/daemon-process\`) left 0 full collections per flood however long the daemon had run.
+Two daemons side by side, one with and one without the floor, flooded in turn. Medians over 8
+floods each (6 for 80-byte lines), after warm-up floods, as ratios of a direct reader measured
+in the same run:
+
+| line shape | to the viewer, without → with | \`pu logs --follow\`, without → with |
+|---|---|---|
+| 1 KiB lines | 0.74× → 0.87× | 0.69× → 0.81× |
+| 80-byte lines | 0.78× → 0.93× | 0.75× → 0.83× |
+
+Three earlier pairings (6–12 floods each) read the same way: the viewer 0.72→0.86× and
+0.77→0.85×, the CLI 0.71→0.76× and 0.71→0.74×. The new figure "a daemon after 3 earlier
+floods" keeps this in \`pnpm bench\`: 1.08× with the floor, and full collections per flood of
+0/0/0/0 with the floor against 15/16/14/15 without it. The cost: the same peak RSS over a flood
+(164–211 MiB with the floor, 152–178 MiB without, in the same pairings), and the same RSS at
+idle. Right after start it reads ≈ 101 MiB with or without the floor, and ≈ 74 MiB once V8's
+memory reducer has run, 15 s later. The agents benchmark's "0 agents" figure, taken in the first
+seconds, read 105 MiB in this change's run (88–103 MiB in earlier ones). The table's throughput
+rows are from \`BENCH_ONLY=throughput\` at this change. With the floor, three of the four
+throughput figures meet 0.8× in that run. \`pu logs --follow\` on 80-byte lines read 0.78× there,
+on a run whose direct reference swung from 48 to 73 MB/s.
 
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's

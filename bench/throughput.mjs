@@ -239,7 +239,58 @@ async function viaTmux(dir, script, run) {
 export async function run({ runs = 3, megabytes = 200 } = {}) {
   const figures = [];
   for (const shape of LINE_SHAPES) figures.push(...(await runShape(shape, { runs, megabytes })));
+  figures.push(await runOldSpaceFloor({ runs, megabytes }));
   return figures;
+}
+
+/** Floods a daemon takes before it is measured: enough for its old generation to reach where V8's limit stood without the floor. */
+const FLOOR_WARM_FLOODS = 3;
+
+/**
+ * What the daemon's old-space floor (`--initial-old-space-size`, @pu/core/daemon-process) is for:
+ * two daemons side by side, one started as pu starts it and one with the floor taken back
+ * (`--initial-old-space-size=0`, a later flag wins), each through FLOOR_WARM_FLOODS floods first
+ * (a daemon that has lived a while), then flooded in turn (1 KiB lines to `pu logs --follow`).
+ * Both run with `--trace-gc` into their log, which counts their full collections per flood.
+ */
+async function runOldSpaceFloor({ runs, megabytes }) {
+  const shape = LINE_SHAPES[1];
+  const places = { shipped: await tempWorkspace("floor-on"), without: await tempWorkspace("floor-off") };
+  const daemons = {};
+  try {
+    const file = path.join(places.shipped.dir, "big.txt");
+    writeBigFile(file, megabytes, shape.line);
+    const script = `read x; exec cat ${file}`;
+    daemons.shipped = await startDaemon(places.shipped.home, process.env, ["--trace-gc"]);
+    daemons.without = await startDaemon(places.without.home, process.env, ["--trace-gc", "--initial-old-space-size=0"]);
+    const fullCollections = (name) => (readFileSync(path.join(places[name].home, "bench-daemon.stderr"), "utf8").match(/Mark-Compact/g) ?? []).length;
+    for (const name of ["shipped", "without"]) await daemons[name].client.request("init", { projectRoot: places[name].project });
+    for (let i = 0; i < FLOOR_WARM_FLOODS; i++) for (const name of ["shipped", "without"]) await viaCliFollow(daemons[name], places[name], script);
+    const rates = { shipped: [], without: [] };
+    const collections = { shipped: [], without: [] };
+    for (let r = 0; r < runs; r++) {
+      for (const name of r % 2 ? ["without", "shipped"] : ["shipped", "without"]) {
+        const before = fullCollections(name);
+        const c = await viaCliFollow(daemons[name], places[name], script);
+        rates[name].push(c.bytes / c.seconds / 1e6);
+        collections[name].push(fullCollections(name) - before);
+      }
+    }
+    const shipped = summarize(rates.shipped);
+    const without = summarize(rates.without);
+    return figure({
+      id: "throughput.old_space_floor",
+      name: `Output throughput (1 KiB lines) → \`pu logs --follow\`, a daemon after ${FLOOR_WARM_FLOODS} earlier floods, started as pu starts it (old-space floor)`,
+      unit: "MB/s",
+      value: shipped,
+      reference: { name: "the same daemon without the floor (--initial-old-space-size=0)", unit: "MB/s", ...without },
+      ratio: shipped.median / without.median,
+      notes: `full collections per flood (--trace-gc): with the floor ${collections.shipped.join("/")}, without ${collections.without.join("/")}`,
+    });
+  } finally {
+    for (const daemon of Object.values(daemons)) await daemon.stop();
+    for (const ws of Object.values(places)) await ws.cleanup();
+  }
 }
 
 async function runShape(shape, { runs, megabytes }) {
