@@ -57,7 +57,11 @@ export abstract class QueueHostSteps extends QueueSteps {
     }
     const baseBranch = await currentBranch(run.root);
     if (!baseBranch) return { kind: "failed", message: `${run.root} is on a detached HEAD; a ticket on host ${host} starts from a branch` };
-    const limit = limitOf({ maxCost: placed.max_cost, maxTokens: placed.max_tokens });
+    // A step recorded by a pu before budgets were kept there (neither field) keeps its lower of the step's and the ticket's.
+    const recorded = placed.max_cost !== undefined || placed.max_tokens !== undefined;
+    const limit = recorded
+      ? limitOf({ maxCost: placed.max_cost, maxTokens: placed.max_tokens })
+      : limitOf({ maxCost: lowerLimit(step.max_cost, ticket.max_cost), maxTokens: lowerLimit(step.max_tokens, ticket.max_tokens) });
     try {
       if (!placed.group_id) {
         const groupId = await hosts.start(run.root, host, await this.hostStepSpec(run, step, extra, baseBranch, placed.key, limit), run.abort.signal);
