@@ -7,8 +7,7 @@
 import { PuError, isPuError } from "@pu/core/errors";
 import { isAlive } from "@pu/core/status";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
-import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
-import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
+import type { RemoteProject } from "@pu/core/remote-projects-file";
 import type { AgentView, HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, UsageGrouping, UsageResult, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
 import type { DaemonLog } from "../daemon-log.js";
@@ -18,6 +17,7 @@ import type { HostLinks } from "./host-links.js";
 import { RemoteViewers } from "./remote-viewers.js";
 import type { HostService } from "./host-service.js";
 import { addHostAgents, agentStatuses, placementKey as keyOf, statusChanges, unrecordedSince, type HeardReport } from "./remote-status.js";
+import { RemoteProjectsRecord } from "./remote-projects-record.js";
 import { RemoteWatches } from "./remote-watches.js";
 import { dropMergedBranch, fetchBranchBack, hostTrustError, mergeFetchedBack, pushBase, readEnvFiles, withDeadline, workNotHere } from "./project-mirror.js";
 
@@ -44,9 +44,7 @@ export interface RemoteReport {
 type ProjectRequest = "kill" | "suspend" | "resume" | "rename" | "diff" | "budget";
 
 export class RemoteAgentService {
-  private readonly file = new LockedFile();
-  private readonly filePath: string;
-  private projects: RemoteProject[] = [];
+  private readonly placements: RemoteProjectsRecord;
   /** What this daemon last heard from each placement (host + project), and whether the host answered. */
   private readonly seen = new Map<string, HeardReport>();
   private readonly watches: RemoteWatches;
@@ -62,7 +60,7 @@ export class RemoteAgentService {
     private readonly links: HostLinks,
     private readonly log: DaemonLog,
   ) {
-    this.filePath = remoteProjectsFilePath(home);
+    this.placements = new RemoteProjectsRecord(home);
     this.viewers = new RemoteViewers(hosts, links);
     this.watches = new RemoteWatches(hosts, links, log, {
       projectsOf: (root) => this.projectsOf(root),
@@ -74,18 +72,18 @@ export class RemoteAgentService {
   /** Reads the record at start; a corrupt file is reported in the log and routes nothing (never overwritten). */
   async load(): Promise<void> {
     try {
-      this.projects = (await this.read()).projects;
+      await this.placements.load();
     } catch (error) {
       this.log.event("remote_projects_unreadable", { error: (error as Error).message });
     }
   }
 
   placedAgent(agentId: string): PlacedProject | undefined {
-    return this.projects.find((p) => p.agentIds.includes(agentId));
+    return this.placements.projects.find((p) => p.agentIds.includes(agentId));
   }
 
   placedWorktree(worktreeId: string): PlacedProject | undefined {
-    return this.projects.find((p) => p.worktreeIds.includes(worktreeId));
+    return this.placements.projects.find((p) => p.worktreeIds.includes(worktreeId));
   }
 
   /** The placement an id (agent or worktree) belongs to. */
@@ -94,7 +92,7 @@ export class RemoteAgentService {
   }
 
   projectsOf(projectRoot: string): PlacedProject[] {
-    return this.projects.filter((p) => p.projectRoot === projectRoot);
+    return this.placements.projects.filter((p) => p.projectRoot === projectRoot);
   }
 
   /**
@@ -102,14 +100,14 @@ export class RemoteAgentService {
    * so the state and the count of running agents are current, not whatever was seen last.
    */
   async linkView(host: HostRecord): Promise<HostLinkView> {
-    if (this.projects.some((p) => p.host === host.name)) await this.refreshHost(host.name);
+    if (this.placements.projects.some((p) => p.host === host.name)) await this.refreshHost(host.name);
     const { state, since, reason } = this.links.state(host.name);
     return { state, since, reason, agents: this.holdings(host.name).agents };
   }
 
   /** Every project placed on the host asked for its report now (bounded), before a decision about the host. */
   async refreshHost(host: string): Promise<void> {
-    const roots = new Set(this.projects.filter((p) => p.host === host).map((p) => p.projectRoot));
+    const roots = new Set(this.placements.projects.filter((p) => p.host === host).map((p) => p.projectRoot));
     await Promise.all([...roots].map((root) => this.reports(root)));
   }
 
@@ -120,7 +118,7 @@ export class RemoteAgentService {
   holdings(host: string): { agents: number; worktrees: number } {
     let agents = 0;
     let worktrees = 0;
-    for (const p of this.projects.filter((x) => x.host === host)) {
+    for (const p of this.placements.projects.filter((x) => x.host === host)) {
       const statusOf = agentStatuses(this.lastReport(p));
       agents += p.agentIds.filter((id) => {
         const status = statusOf.get(id);
@@ -132,7 +130,7 @@ export class RemoteAgentService {
   }
 
   async forgetHost(host: string): Promise<void> {
-    await this.change((file) => ({ ...file, projects: file.projects.filter((p) => p.host !== host) }));
+    await this.placements.change((file) => ({ ...file, projects: file.projects.filter((p) => p.host !== host) }));
     this.links.forget(host);
   }
 
@@ -159,7 +157,7 @@ export class RemoteAgentService {
     const askedAt = new Date().toISOString();
     const placement = { host: host.name, projectRoot };
     const inFlight = `${keyOf(placement)}\0${askedAt}`;
-    await this.changeOrAddProject(host, projectRoot, baseBranch, (project) => {
+    await this.placements.changeOrAddProject(host, projectRoot, baseBranch, (project) => {
       project.spawning = [...project.spawning, askedAt];
     });
     this.spawnsInFlight.add(inFlight);
@@ -172,7 +170,7 @@ export class RemoteAgentService {
         // An answer that was lost (the link, the time) leaves the ask for the host's next report to
         // settle; a refusal from the host started nothing, so the ask goes.
         if (!isPuError(error) || !ANSWER_LOST.includes(error.code)) {
-          await this.changeProject(placement, (found) => {
+          await this.placements.changeProject(placement, (found) => {
             found.spawning = found.spawning.filter((at) => at !== askedAt);
           }).catch(() => undefined);
         }
@@ -180,7 +178,7 @@ export class RemoteAgentService {
       }
       result = { ...sent, warnings: [...envFiles.notes, ...sent.warnings] };
       const placed = result;
-      await this.changeProject(placement, (found) => {
+      await this.placements.changeProject(placement, (found) => {
         found.baseBranch = baseBranch;
         routeIds(found, placed);
         found.spawning = found.spawning.filter((at) => at !== askedAt);
@@ -207,7 +205,7 @@ export class RemoteAgentService {
    * from now on: status, attach, kill, merge and clean reach it by id.
    */
   async adopt(projectRoot: string, host: HostRecord, baseBranch: string, ids: { agentId?: string | null; worktreeId?: string | null }): Promise<void> {
-    await this.changeOrAddProject(host, projectRoot, baseBranch, (project) => routeIds(project, ids));
+    await this.placements.changeOrAddProject(host, projectRoot, baseBranch, (project) => routeIds(project, ids));
     if (ids.agentId) {
       this.watches.start(projectRoot);
       this.log.event("remote_adopted", { host: host.name, projectRoot, agentIds: [ids.agentId], worktreeIds: ids.worktreeId ? [ids.worktreeId] : [] });
@@ -316,7 +314,7 @@ export class RemoteAgentService {
   /** A host's report of a placement arrived (or the host went quiet): remembered, and the status changes told. */
   private heard(placed: PlacedProject, report: StatusReport | null, reachable: boolean): void {
     // The record is re-read on every change: the newest entry knows the newest ids.
-    const project = this.projects.find((p) => keyOf(p) === keyOf(placed)) ?? placed;
+    const project = this.placements.projects.find((p) => keyOf(p) === keyOf(placed)) ?? placed;
     const before = this.seen.get(keyOf(project))?.report;
     this.record(project, report, reachable);
     const changes = statusChanges(project, before, report);
@@ -367,7 +365,7 @@ export class RemoteAgentService {
     const { host, worktree } = await this.fetchBack(project, worktreeId);
     const outcome = await mergeFetchedBack(this.links, host, project, worktree, strategy, message);
     if (outcome.nothingToMerge) return outcome;
-    await this.changeProject(project, (found) => {
+    await this.placements.changeProject(project, (found) => {
       if (!found.merged.includes(worktreeId)) found.merged.push(worktreeId);
     });
     this.log.event("remote_merged", { host: project.host, worktreeId, branch: worktree.branch, commit: outcome.commit });
@@ -392,7 +390,7 @@ export class RemoteAgentService {
     const result = await this.links.request(host, "clean", { projectRoot: project.mirror, worktreeId, force: true });
     await dropMergedBranch(project, worktree);
     const gone = new Set([worktreeId, ...Object.keys(worktree.agents)]);
-    await this.changeProject(project, (found) => {
+    await this.placements.changeProject(project, (found) => {
       found.worktreeIds = found.worktreeIds.filter((id) => !gone.has(id));
       found.agentIds = found.agentIds.filter((id) => !gone.has(id));
       found.merged = found.merged.filter((id) => !gone.has(id));
@@ -440,11 +438,11 @@ export class RemoteAgentService {
    * with their worktrees, so nothing the host started is left unreachable from here.
    */
   private adoptUnrecorded(placed: PlacedProject, report: StatusReport): void {
-    const project = this.projects.find((p) => keyOf(p) === keyOf(placed));
+    const project = this.placements.projects.find((p) => keyOf(p) === keyOf(placed));
     const settled = (project?.spawning ?? []).filter((at) => !this.spawnsInFlight.has(`${keyOf(placed)}\0${at}`));
     if (!project || settled.length === 0) return;
     const { agentIds, worktreeIds } = unrecordedSince(project, report, settled);
-    void this.changeProject(project, (found) => {
+    void this.placements.changeProject(project, (found) => {
       for (const id of agentIds) if (!found.agentIds.includes(id)) found.agentIds.push(id);
       for (const id of worktreeIds) if (!found.worktreeIds.includes(id)) found.worktreeIds.push(id);
       found.spawning = found.spawning.filter((at) => !settled.includes(at));
@@ -466,46 +464,10 @@ export class RemoteAgentService {
   }
 
   private async remember(project: PlacedProject, report: StatusReport, seenAt: string): Promise<void> {
-    await this.changeProject(project, (found) => {
+    await this.placements.changeProject(project, (found) => {
       found.lastReport = report as unknown as Record<string, unknown>;
       found.lastSeenAt = seenAt;
     });
-  }
-
-  /** Changes the record's entry of a placement, if it is still there. */
-  private changeProject(project: Pick<PlacedProject, "host" | "projectRoot">, fn: (found: RemoteProject) => void): Promise<void> {
-    return this.change((file) => {
-      const found = file.projects.find((p) => keyOf(p) === keyOf(project));
-      if (found) fn(found);
-      return file;
-    });
-  }
-
-  /** Changes the record's entry of a placement, made first if the project has none on that host yet. */
-  private changeOrAddProject(host: HostRecord, projectRoot: string, baseBranch: string, fn: (project: RemoteProject) => void): Promise<void> {
-    return this.change((file) => {
-      const projects = [...file.projects];
-      let project = projects.find((p) => keyOf(p) === keyOf({ host: host.name, projectRoot }));
-      if (!project) {
-        project = { host: host.name, projectRoot, mirror: hostMirrorPath(host, projectRoot), baseBranch, agentIds: [], worktreeIds: [], merged: [], lastReport: null, lastSeenAt: null, spawning: [] };
-        projects.push(project);
-      }
-      fn(project);
-      return { ...file, projects };
-    });
-  }
-
-  private async change(fn: (file: RemoteProjectsFile) => RemoteProjectsFile): Promise<void> {
-    await this.file.withLock(this.filePath, async (write) => {
-      const next = fn(await this.read());
-      await write(`${JSON.stringify(next)}\n`);
-      this.projects = next.projects;
-    });
-  }
-
-  private async read(): Promise<RemoteProjectsFile> {
-    const text = await readTextIfExists(this.filePath);
-    return text === null ? { version: 1, projects: [] } : parseRemoteProjectsFile(text, this.filePath);
   }
 }
 

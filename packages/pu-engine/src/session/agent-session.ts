@@ -7,18 +7,16 @@
  * ring: it never blocks the PTY or the other viewers, and when the ring
  * overwrites bytes it still needed it skips ahead and is told so.
  */
-import { readSync, statSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ActivityTracker } from "@pu/core/activity";
 import { PuError } from "@pu/core/errors";
 import { OutputRing, DEFAULT_RING_BYTES } from "./output-ring.js";
-import { findExecutable } from "@pu/core/executables";
 import { killProcessGroup, killProcessTree, waitForGroupGone } from "../process-info.js";
 
 const CARRIAGE_RETURN = 0x0d;
 import { ScreenModel } from "./screen-model.js";
-import { ptyReadSide, spawnNodePty, type PtyProcess, type SpawnPty } from "./pty.js";
+import { checkSpawnable, ptyReadSide, readPtyRemaining, spawnNodePty, type PtyProcess, type SpawnPty } from "./pty.js";
 import { RingViewer, VIEWER_BATCH_BYTES, type Viewer, type ViewerSink } from "./ring-viewer.js";
 
 export interface SpawnOptions {
@@ -425,28 +423,9 @@ export class AgentSession {
     return () => clearTimeout(timer);
   }
 
-  /**
-   * Reads whatever the kernel still holds for the PTY straight into the ring. Returns
-   * "held" when some process still has the terminal open (more may come later),
-   * "shut" when the other side is closed and everything has been read.
-   */
+  /** What the kernel still holds for the PTY, straight into the ring (see readPtyRemaining). */
   private readPtyTail(fd: number): "held" | "shut" {
-    const buf = Buffer.allocUnsafe(64 * 1024);
-    let total = 0;
-    while (total < TAIL_DRAIN_MAX_BYTES) {
-      let n: number;
-      try {
-        n = readSync(fd, buf, 0, buf.length, null);
-      } catch (err) {
-        // EAGAIN: nothing right now, and some process still has the terminal open.
-        // EIO (or EBADF once closed): the other side is gone and nothing is left.
-        return (err as NodeJS.ErrnoException).code === "EAGAIN" ? "held" : "shut";
-      }
-      if (n === 0) return "shut";
-      total += n;
-      this.handleData(Buffer.from(buf.subarray(0, n)));
-    }
-    return "held";
+    return readPtyRemaining(fd, TAIL_DRAIN_MAX_BYTES, (chunk) => this.handleData(chunk));
   }
 
   private async handleExit(code: number): Promise<void> {
@@ -482,20 +461,6 @@ function safely(fn: () => void): void {
       throw err;
     });
   }
-}
-
-/**
- * node-pty reports an unstartable program only as output plus exit code 1, so
- * the obvious failures are checked up front to give the user a real error.
- */
-function checkSpawnable(file: string, cwd: string, env: Record<string, string>): void {
-  try {
-    if (!statSync(cwd).isDirectory()) throw new Error("not a directory");
-  } catch (err) {
-    throw new PuError("SPAWN_FAILED", `cannot start ${file}: working directory ${cwd}: ${(err as Error).message}`);
-  }
-  if (findExecutable(file, cwd, env.PATH) !== undefined) return;
-  throw new PuError("SPAWN_FAILED", `cannot start ${file}: command not found or not executable`);
 }
 
 /** Signal number for a name, e.g. for tests comparing against 128 + n. */

@@ -29,7 +29,7 @@ function accumulate(into: Totals, counts: Readonly<TokenCounts & { calls: number
 }
 
 /** Adds a tally (its days passing `keepDay`, when given) to `totals`, each model at its price. */
-export function addTally(totals: Totals, tally: UsageTally, prices: PriceBook, keepDay?: (day: string) => boolean): void {
+function addTally(totals: Totals, tally: UsageTally, prices: PriceBook, keepDay?: (day: string) => boolean): void {
   for (const [key, counts] of Object.entries(tally)) {
     const { day, model } = splitTallyKey(key);
     if (keepDay && !keepDay(day)) continue;
@@ -97,6 +97,18 @@ export function ownerTotalsIn(file: UsageFile, prices: PriceBook, owner: UsageOw
     for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices);
   }
   return groups;
+}
+
+/** A project's figures over one UTC day (`YYYY-MM-DD`), every agent's. */
+export function dayTotals(file: UsageFile, prices: PriceBook, day: string): Totals {
+  const totals = emptyTotals();
+  for (const entry of Object.values(file.agents)) for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices, (d) => d === day);
+  return totals;
+}
+
+/** The key of a group's or plan's budget. */
+export function ownerKey(root: string, owner: UsageOwner): string {
+  return `${root}\0${owner.kind}:${owner.id}`;
 }
 
 export function isOver(budget: BudgetLimit, totals: Totals): boolean {

@@ -20,7 +20,7 @@ import { buildEnv } from "../agents/launch-command.js";
 import { interruptTurn } from "../agents/turn.js";
 import { RecordFinder, type RecordSource, type RecordedAgent } from "./record-sources.js";
 import { UsageStore, type ProjectUsage } from "./usage-store.js";
-import { addFigures, addTally, agentView, decorateReport, describeBudget, describeSpent, emptyTotals, figuresOf, isOver, limitOf, ownerTotalsIn, rollUp, stepBudget, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
+import { addFigures, agentView, dayTotals, decorateReport, describeBudget, describeSpent, emptyTotals, figuresOf, isOver, limitOf, ownerKey, ownerTotalsIn, rollUp, stepBudget, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
 
 const POLL_MS = 1_000;
 /** Looking for a record not found yet (a directory listing, a query): at most this often per agent. */
@@ -287,8 +287,7 @@ export class UsageService {
     const daily = project.prices?.daily;
     const today = new Date().toISOString().slice(0, 10);
     if (!daily || project.dailySpentOn === today) return;
-    const totals = emptyTotals();
-    for (const entry of Object.values(project.file.agents)) for (const tally of Object.values(entry.sources)) addTally(totals, tally, prices, (day) => day === today);
+    const totals = dayTotals(project.file, prices, today);
     if (!isOver(daily, totals)) return;
     project.dailySpentOn = today;
     const message = `the daily budget (${describeBudget(daily)}) is spent today (${describeSpent(totals)}): the queue is paused; raise budgets.daily in .pu/config.yaml or wait for tomorrow (UTC), then pu queue resume`;
@@ -499,9 +498,4 @@ export class UsageService {
     for (const agentId of agentIds ?? []) await this.readToEnd(project, agentId);
     return { projectRoot: root, ...rollUp(project.file, await this.store.prices(project), by, since, agentIds ? new Set(agentIds) : undefined) };
   }
-}
-
-/** The key of a group's or plan's budget. */
-function ownerKey(root: string, owner: UsageOwner): string {
-  return `${root}\0${owner.kind}:${owner.id}`;
 }

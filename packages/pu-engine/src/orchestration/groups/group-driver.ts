@@ -6,34 +6,30 @@
  * where this one stopped: pending launches line up again, members that were running start
  * again in their worktrees, a join that fired aggregates again.
  */
-import { modelArgs } from "@pu/core/argv-value";
 import { LOCAL_PLACE } from "@pu/core/hosts-file";
 import {
   gateWinner,
   isGroupFinished,
   joinReady,
   memberState,
-  parseDelegator,
   variantKeys,
-  variantSlug,
   type DiffStat,
   type GroupKind,
   type GroupRecord,
   type MemberResult,
 } from "@pu/core/group";
-import { firstTurnOf, launchAgent, type LaunchedAgent, type LaunchPlacement } from "../../agents/launcher.js";
+import { firstTurnOf, launchAgent, type LaunchedAgent } from "../../agents/launcher.js";
 import type { LiveAgent } from "../../session/live-agent.js";
 import { stopAgents, markFinished } from "../../agents/stop.js";
 import { awaitAnswer, turn, withTurnTimeLimit, type TurnResult } from "../../agents/turn.js";
-import { pathWithPuCli } from "../../pu-cli-path.js";
 import { nowIso, type EngineState } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/gates.js";
 import { hostMemberResult, type HostMembers } from "../../hosts/host-members.js";
 import type { LaunchSlots } from "../launch-slots.js";
 import type { OperatorStateStore } from "../queue/state-store.js";
-import { memberOutputFile } from "./group-files.js";
 import { commitAndDiffStat, memberOutput, memberPatch } from "./group-member-work.js";
 import { judgeGroup, STOP_GRACE_MS } from "./group-judge.js";
+import { memberLaunch } from "./group-member-launch.js";
 
 /** What of a failed gate's output a fix turn is shown. */
 const FIX_OUTPUT_CHARS = 2000;
@@ -195,39 +191,14 @@ export class GroupDriver {
     this.emit("member_launched", { variant, agentId: agent.agentId });
   }
 
-  private placementFor(variant: string): LaunchPlacement {
-    const settings = this.group.settings;
-    if (settings.shared_worktree) return { kind: "worktree", worktree: settings.shared_worktree };
-    const member = this.group.members[variant];
-    if (member?.worktree_id) return { kind: "worktree", worktree: member.worktree_id };
-    return { kind: "new", name: `group-${this.id.replace(/^g-/, "")}-${variantSlug(variant)}`, ...(settings.base_branch ? { base: settings.base_branch } : {}) };
-  }
-
   private async launchMember(variant: string, release: () => void): Promise<void> {
     const restarted = this.group.members[variant]?.agent_id != null;
     if (!(await this.mayStart(variant, release, restarted))) return;
-    const member = this.group.members[variant]!;
-    const { agentType, model } = parseDelegator(member.delegator_name);
     const budget = { maxCost: this.group.settings.max_cost, maxTokens: this.group.settings.max_tokens };
-    const prompt = restarted
-      ? `${member.prompt}\n\n(pu: your previous session ended with the daemon; your worktree keeps what you did. Finish the task.)`
-      : member.prompt;
+    const { request, model } = memberLaunch(this.group, variant, restarted);
     let launched: LaunchedAgent;
     try {
-      launched = await launchAgent(this.ctx.state, {
-        projectRoot: this.root,
-        agentType,
-        prompt,
-        placement: this.placementFor(variant),
-        env: {
-          ...this.group.settings.placed_by?.env,
-          PU_GROUP_ID: this.id,
-          PU_VARIANT_KEY: variant,
-          PU_OUTPUT_FILE: memberOutputFile(this.root, this.id, variant),
-          PATH: pathWithPuCli(),
-        },
-        ...(model !== undefined && agentType !== "terminal" ? { extraArgs: modelArgs(model) } : {}),
-      });
+      launched = await launchAgent(this.ctx.state, request);
     } catch (err) {
       release();
       if (this.shuttingDown) return;

@@ -1,0 +1,61 @@
+/**
+ * `$PU_HOME/remote-projects.json`, the placements this control plane made on hosts, with the
+ * daemon its only writer: every change is read, applied and written under the file's lock, and
+ * the projects as last written are kept for the routing that reads them on every request.
+ */
+import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
+import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
+import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
+import { placementKey as keyOf } from "./remote-status.js";
+
+export class RemoteProjectsRecord {
+  private readonly file = new LockedFile();
+  private readonly filePath: string;
+  /** The projects as last read or written. */
+  projects: RemoteProject[] = [];
+
+  constructor(home: string) {
+    this.filePath = remoteProjectsFilePath(home);
+  }
+
+  /** Reads the file; a corrupt one throws (and is never overwritten: nothing is written after a failed read). */
+  async load(): Promise<void> {
+    this.projects = (await this.read()).projects;
+  }
+
+  /** Changes the record's entry of a placement, if it is still there. */
+  changeProject(project: Pick<RemoteProject, "host" | "projectRoot">, fn: (found: RemoteProject) => void): Promise<void> {
+    return this.change((file) => {
+      const found = file.projects.find((p) => keyOf(p) === keyOf(project));
+      if (found) fn(found);
+      return file;
+    });
+  }
+
+  /** Changes the record's entry of a placement, made first if the project has none on that host yet. */
+  changeOrAddProject(host: HostRecord, projectRoot: string, baseBranch: string, fn: (project: RemoteProject) => void): Promise<void> {
+    return this.change((file) => {
+      const projects = [...file.projects];
+      let project = projects.find((p) => keyOf(p) === keyOf({ host: host.name, projectRoot }));
+      if (!project) {
+        project = { host: host.name, projectRoot, mirror: hostMirrorPath(host, projectRoot), baseBranch, agentIds: [], worktreeIds: [], merged: [], lastReport: null, lastSeenAt: null, spawning: [] };
+        projects.push(project);
+      }
+      fn(project);
+      return { ...file, projects };
+    });
+  }
+
+  async change(fn: (file: RemoteProjectsFile) => RemoteProjectsFile): Promise<void> {
+    await this.file.withLock(this.filePath, async (write) => {
+      const next = fn(await this.read());
+      await write(`${JSON.stringify(next)}\n`);
+      this.projects = next.projects;
+    });
+  }
+
+  private async read(): Promise<RemoteProjectsFile> {
+    const text = await readTextIfExists(this.filePath);
+    return text === null ? { version: 1, projects: [] } : parseRemoteProjectsFile(text, this.filePath);
+  }
+}
