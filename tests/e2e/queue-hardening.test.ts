@@ -2,7 +2,7 @@
 // finished ticket's id, a 20 MB ticket, an id with 23 digits, unknown agent types, control
 // characters in titles, notes and reasons, a corrupt state.json, a bad $PU_HOME/config.yaml, and
 // agents the queue stopped after their work showing as finished rather than failed.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAKE_AGENT_COMMAND, PuSandbox } from "../helpers/pu-sandbox.js";
@@ -269,6 +269,15 @@ describe("queue hardening: ticket files", { timeout: 240_000 }, () => {
 describe("queue hardening: state.json and config.yaml", { timeout: 180_000 }, () => {
   let sb: PuSandbox;
   const homeConfig = () => path.join(sb.home, "config.yaml");
+  /**
+   * The config replaced in one step, as an editor saving it would: a plain write truncates the
+   * file first, and a daemon reading it in that instant sees an empty (valid) config and may
+   * start the ticket this test keeps waiting.
+   */
+  const replaceHomeConfig = (text: string) => {
+    writeFileSync(`${homeConfig()}.new`, text);
+    renameSync(`${homeConfig()}.new`, homeConfig());
+  };
 
   beforeAll(async () => {
     sb = await queueSandbox("pu-e2e-queue-state-");
@@ -288,7 +297,7 @@ describe("queue hardening: state.json and config.yaml", { timeout: 180_000 }, ()
   });
 
   it("a bad $PU_HOME/config.yaml stops the queue and says so; fixed and resumed, the queue goes on", async () => {
-    writeFileSync(homeConfig(), "queue:\n  maxParallel: 0\n");
+    replaceHomeConfig("queue:\n  maxParallel: 0\n");
     const stopped = await sb.pu(["queue"]);
     expect(stopped.code).toBe(1);
     expect(stopped.stdout).toMatch(new RegExp(`^queue STOPPED: config ${homeConfig()}: queue\\.maxParallel: [^\\n]+`, "m"));
@@ -301,13 +310,13 @@ describe("queue hardening: state.json and config.yaml", { timeout: 180_000 }, ()
     expect(created.code).toBe(0);
     expect(created.stderr).toContain("the queue is stopped");
 
-    writeFileSync(homeConfig(), "queue:\n  maxParallel: [1\n");
+    replaceHomeConfig("queue:\n  maxParallel: [1\n");
     const yaml = await sb.pu(["queue"]);
     expect(yaml.code).toBe(1);
     expect(yaml.stdout).toMatch(/^queue STOPPED: config .*config\.yaml: not valid YAML/m);
     expect((await sb.puJson<{ ticket: { state: string } }>(["ticket", "show", "TASK-0001"])).ticket.state).toBe("queue");
 
-    writeFileSync(homeConfig(), "queue:\n  maxParallel: 1\n");
+    replaceHomeConfig("queue:\n  maxParallel: 1\n");
     await sb.ok(["queue", "resume"]);
     await waitFor("TASK-0001 to be done", async () => (await sb.puJson<{ ticket: { state: string } }>(["ticket", "show", "TASK-0001"])).ticket.state === "done", 60_000);
     expect(await sb.ok(["queue"])).toMatch(/^queue running; slots 0 used, 1 free of 1$/m);
