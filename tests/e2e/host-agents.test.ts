@@ -1015,7 +1015,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     }
   });
 
-  it("a ticket on the host counts its earlier steps there: its next step gets what is left of the ticket's budget, is stopped there at it, and the ticket waits for a decision", { timeout: 300_000, retry: 1 }, async () => {
+  it("a ticket on the host counts its earlier steps there: its next step gets what is left of the ticket's budget, is stopped there at it (judged by that budget across a SIGKILL of the control plane), and the ticket waits for a decision", { timeout: 300_000, retry: 1 }, async () => {
     // Claude's setup in the host user's own home, where the host's pu looks for its records; the
     // claude type's command, committed, is a wrapper that points it at the model server.
     const { server, env, close } = await modelServerOnHost(host.home);
@@ -1054,6 +1054,16 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     await sb.ok(["trust"]);
     await sb.ok(["trust", "--on", "box"]);
     ticketId = (await sb.puJson<{ ticket: { id: string } }>(["ticket", "create", "two steps on one budget there", "--type", "HSPEND", "--max-tokens", "1000"])).ticket.id;
+    // The control plane is SIGKILLed once the second step runs there: the budget that step was
+    // given is kept with it, so the restarted daemon judges the step by the same 450 tokens.
+    type StateJson = { agents: { ticket_id: string; session_name?: string | null; host_step?: { step: string; max_tokens?: number | null } | null }[] };
+    const second = await waitFor("the second step to run on the host", async () => {
+      const agent = (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as StateJson).agents.find((a) => a.ticket_id === ticketId);
+      return agent?.host_step?.step === "second" && agent.session_name ? agent : undefined;
+    }, 240_000, 50);
+    expect(second.host_step?.max_tokens).toBe(450);
+    await sb.sigkillDaemon();
+    await sb.ok(["queue"]);
     const review = await waitFor("the ticket to wait for a decision", async () => {
       const list = await sb.puJson<{ reviews: { ticketId: string; lastMessage: string | null }[] }>(["review", "list"]);
       const waiting = list.reviews.find((r) => r.ticketId === ticketId && r.lastMessage);

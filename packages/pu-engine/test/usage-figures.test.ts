@@ -2,7 +2,7 @@
 // agents pu placed there. Pure: no daemon, no host.
 import { describe, expect, it } from "vitest";
 import type { UsageResult, UsageRow } from "@pu/ipc/protocol";
-import { withHostUsage } from "../src/usage/usage-figures.js";
+import { emptyTotals, overBy, withHostUsage } from "../src/usage/usage-figures.js";
 
 const row = (key: string, input: number, costUsd: number | null, agents = 1): UsageRow => ({ key, label: key, agents, input, output: 10, cacheRead: 0, cacheWrite: 0, reasoning: 0, calls: 1, costUsd });
 
@@ -39,5 +39,20 @@ describe("withHostUsage", () => {
   it("by day, rows stay in order of days after the join", () => {
     const merged = withHostUsage(result("day", [row("2026-11-25", 1, 0)]), [{ host: "gpu", result: result("day", [row("2026-11-24", 1, 0), row("2026-11-25", 1, 0)]) }]);
     expect(merged.rows.map((r) => [r.key, r.input])).toEqual([["2026-11-24", 1], ["2026-11-25", 2]]);
+  });
+});
+
+describe("overBy", () => {
+  const spent = (input: number, output: number, costUsd: number | null) => ({ ...emptyTotals(), input, output, calls: 1, costUsd });
+
+  it("says nothing while under the budget, and the budget and the spend once it is reached", () => {
+    expect(overBy({ maxTokens: 1000 }, spent(500, 50, 0.01))).toBeUndefined();
+    expect(overBy({ maxTokens: 450 }, spent(500, 50, 0.01))).toBe("max 450 tokens, spent 550 tokens, $0.01");
+    expect(overBy({ maxTokens: 5000, maxCost: 0.5 }, spent(500, 50, 0.5))).toBe("max 5000 tokens / $0.5, spent 550 tokens, $0.50");
+  });
+
+  it("a cost no price gives never reaches a cost budget; no figures are under any budget", () => {
+    expect(overBy({ maxCost: 0.01 }, spent(500, 50, null))).toBeUndefined();
+    expect(overBy({ maxTokens: 1 }, null)).toBeUndefined();
   });
 });

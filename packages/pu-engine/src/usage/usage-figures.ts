@@ -116,6 +116,12 @@ export function isOver(budget: BudgetLimit, totals: Totals): boolean {
   return budget.maxCost !== undefined && totals.costUsd !== null && totals.costUsd >= budget.maxCost;
 }
 
+/** Why `totals` reached `budget` (`max 450 tokens, spent 550 tokens`), the one wording of a spent budget; undefined while under it. */
+export function overBy(budget: BudgetLimit, totals: Totals | null | undefined): string | undefined {
+  if (!totals || !isOver(budget, totals)) return undefined;
+  return `${describeBudget(budget)}, spent ${describeSpent(totals)}`;
+}
+
 /**
  * A ticket step's budget on its agent: the ticket's limits over all the agent spent, the step's
  * over what it had spent when the step began (`spent`); the lower of the two.

@@ -20,7 +20,7 @@ import { buildEnv } from "../agents/launch-command.js";
 import { interruptTurn } from "../agents/turn.js";
 import { RecordFinder, type RecordSource, type RecordedAgent } from "./record-sources.js";
 import { UsageStore, type ProjectUsage } from "./usage-store.js";
-import { addFigures, agentView, dayTotals, decorateReport, describeBudget, describeSpent, emptyTotals, figuresOf, isOver, limitOf, ownerKey, ownerTotalsIn, rollUp, stepBudget, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
+import { addFigures, agentView, dayTotals, decorateReport, describeBudget, describeSpent, emptyTotals, figuresOf, isOver, limitOf, overBy, ownerKey, ownerTotalsIn, rollUp, stepBudget, totalsOf, type OwnerLimit, type Totals } from "./usage-figures.js";
 
 const POLL_MS = 1_000;
 /** Looking for a record not found yet (a directory listing, a query): at most this often per agent. */
@@ -315,10 +315,7 @@ export class UsageService {
 
   /** Why a group (or plan) may start nothing more: its agents together reached `limit`; undefined while under it. */
   async ownerOver(root: string, owner: UsageOwner, limit: OwnerLimit): Promise<string | undefined> {
-    const figures = await this.ownerFigures(root, owner);
-    const budget = limitOf(limit);
-    if (!figures || !isOver(budget, figures)) return undefined;
-    return `${describeBudget(budget)}, spent ${describeSpent(figures)}`;
+    return overBy(limitOf(limit), await this.ownerFigures(root, owner));
   }
 
   /** A group's agent, started: counted toward the group's budget, and interrupted with the rest once it is spent. */

@@ -18,7 +18,7 @@ import { remoteCommandLine } from "@pu/core/remote-argv";
 import { renderTemplate } from "@pu/core/template";
 import { stepAgent, type WorkflowStep } from "@pu/core/workflow";
 import { hostMemberResult, type HostMemberSpec, type HostMembers } from "../../hosts/host-members.js";
-import { describeBudget, describeSpent, isOver, limitOf } from "../../usage/usage-figures.js";
+import { limitOf, overBy } from "../../usage/usage-figures.js";
 import { currentBranch } from "../../git/runner.js";
 import { findTicket } from "./tickets.js";
 import { ticketStillTrusted } from "./ticket-trust.js";
@@ -158,8 +158,7 @@ export abstract class QueueHostSteps extends QueueSteps {
   private async hostStepOver(root: string, on: { host: string; hosts: HostMembers }, agentId: string | null | undefined, limit: BudgetLimit): Promise<string | undefined> {
     if (!agentId || (limit.maxCost === undefined && limit.maxTokens === undefined)) return undefined;
     const [figures] = await on.hosts.usageOf(root, [{ host: on.host, agentId }]).catch(() => []);
-    if (!figures || !isOver(limit, figures)) return undefined;
-    return `${describeBudget(limit)}, spent ${describeSpent(figures)}`;
+    return overBy(limit, figures);
   }
 
   /** What the host is asked to run for the step: its prompt, agent, check and budget, in the ticket's worktree there once it has one. */
