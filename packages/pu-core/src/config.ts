@@ -1,6 +1,7 @@
 // Project configuration, `.pu/config.yaml`. A missing file means defaults; every
 // problem in a present file is a CONFIG_ERROR naming the file and the field.
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
+import { setTimeout as sleep } from "node:timers/promises";
 import { parse as parseYaml, YAMLParseError } from "yaml";
 import { z } from "zod";
 import { agentTypeDescriptor, BUILTIN_AGENT_TYPE_NAMES } from "./agent-types.js";
@@ -248,12 +249,34 @@ export function parseConfig(text: string, filePath: string, env: NodeJS.ProcessE
   return config;
 }
 
+/** A config file emptied this recently may be one an editor has truncated and is about to write. */
+const JUST_EMPTIED_MS = 2000;
+/** How long such a file is read again, and how often, before its emptiness is believed. */
+const EMPTIED_WAIT_MS = 500;
+const EMPTIED_POLL_MS = 20;
+
+/**
+ * A config file's text. An editor that saves in place truncates the file, then writes it: a
+ * read in between sees an empty file, which is a valid config of all defaults (no queue cap,
+ * the built-in agent types). So an empty file changed in the last moments is read again for a
+ * little while; one that stays empty, or was emptied earlier, is empty. ENOENT is the caller's.
+ */
+export async function readConfigText(file: string): Promise<string> {
+  let text = await readFile(file, "utf8");
+  const giveUpAt = Date.now() + EMPTIED_WAIT_MS;
+  while (text === "" && Date.now() < giveUpAt && Date.now() - (await stat(file)).mtimeMs < JUST_EMPTIED_MS) {
+    await sleep(EMPTIED_POLL_MS);
+    text = await readFile(file, "utf8");
+  }
+  return text;
+}
+
 /** The project's config; a missing `.pu/config.yaml` gives the defaults. */
 export async function loadConfig(root: string, env: NodeJS.ProcessEnv = process.env): Promise<Config> {
   const path = configPath(root);
   let text: string;
   try {
-    text = await readFile(path, "utf8");
+    text = await readConfigText(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return parseConfig("", path, env);
     throw new PuError("IO_ERROR", `cannot read ${path}: ${(error as Error).message}`, { cause: error });

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -118,6 +118,25 @@ describe("loadConfig", () => {
   it("rejects a top level that is not a mapping", async () => {
     await writeConfig("- a\n- b\n");
     expect((await configError(loadConfig(root))).code).toBe("CONFIG_ERROR");
+  });
+
+  it("a file an editor has just truncated is read again once it is written, not taken for defaults", async () => {
+    await writeConfig("");
+    // The editor's write lands after the read has already seen the empty file.
+    const written = new Promise<void>((resolve) => setTimeout(() => resolve(writeFileSync(configPath(root), "defaultAgent: codex\nqueue:\n  maxPerProject: 1\n")), 60));
+    const config = await loadConfig(root, {});
+    await written;
+    expect(config.defaultAgent).toBe("codex");
+    expect(config.queue?.maxPerProject).toBe(1);
+  });
+
+  it("a file that was emptied a while ago, or stays empty, is the defaults", async () => {
+    await writeConfig("");
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(configPath(root), past, past);
+    expect((await loadConfig(root, {})).defaultAgent).toBe("claude");
+    await writeConfig("");
+    expect((await loadConfig(root, {})).defaultAgent).toBe("claude");
   });
 });
 

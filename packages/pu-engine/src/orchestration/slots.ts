@@ -14,10 +14,9 @@
  * local,gpu-box`). A host's slots are counted here per host against its `--max-agents` (no cap:
  * always room); they take nothing from this machine's caps, which are for this machine's cores.
  */
-import { readFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { loadConfig, parseConfig, projectConfigWarnings, type Config } from "@pu/core/config";
+import { loadConfig, parseConfig, projectConfigWarnings, readConfigText, type Config } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
 import { configPath } from "@pu/core/paths";
 import type { EngineState } from "../state.js";
@@ -92,7 +91,7 @@ export class SlotLedger implements LaunchSlots {
     const file = this.homeConfigFile();
     let settings: NonNullable<Config["queue"]>;
     try {
-      settings = parseConfig(await readFile(file, "utf8"), file).queue ?? {};
+      settings = parseConfig(await readConfigText(file), file).queue ?? {};
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") {
         settings = {};
