@@ -535,6 +535,21 @@ A second \`BENCH_ONLY=throughput\` run 20 minutes later, on a slower machine (di
 is still not met in every run on this machine. The floor takes away one cause of the swing; it
 does not take away the machine's.
 
+**2026-11-27, later: the daemon's reads and writes, counted.** \`strace -c -f -p DAEMON\` over one
+200 MiB flood of 1 KiB lines to \`pu logs --follow\`: 51,246 \`read\`s and 51,226 \`epoll_pwait\`s, one
+wake-up per PTY read of at most 4 KiB (the most the kernel's tty layer hands over at once; a
+direct reader pays the same), and 4,121 \`write\`s to the socket (the viewer's 64 KiB batches).
+Per flood the daemon's main thread used 0.55–0.81 s of user time and 1.04–1.16 s of system time
+(\`/proc/PID/task/*/stat\`; V8's helper threads ≈ 0.2 s together). \`perf record -g\` of the same
+(the daemon started with \`--perf-basic-prof\`): 61 % of its samples in the kernel (task switches
+13 %; \`queue_work_on\` 12 %, called from \`n_tty_read\`, each read waking the tty worker to refill
+the buffer; the copies out of the tty and into the socket ≈ 13 %), 27 % in Node and V8, 7 % in
+libc, 4 % in JavaScript. So the daemon's system calls are already at the floor for a PTY reader
+(one read and one wait per 4 KiB, one write per 64 KiB), and its JavaScript is a small part of
+what is left. \`BENCH_ONLY=throughput\` the same hour: 0.88× / 0.79× on 80-byte lines and 0.80× /
+0.67× on 1 KiB lines (viewer / \`pu logs --follow\`), with the same hops without pu at 0.95× and
+0.81× in that run.
+
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
 wrapper carried a second copy). \`BENCH_ONLY=status\`, two runs of each, same hour, with → without:
