@@ -143,6 +143,20 @@ describe("UsageService", () => {
     expect((await service.ownerFigures(root, group))?.costUsd).toBeNull();
   });
 
+  it("a budget lowered to what the agent already spent stops it at once; raised past it, the agent may go on", async () => {
+    const service = newService();
+    started("ag-usage005");
+    appendFileSync(recordFile, answerLine("msg_1", 60));
+    await until("the answer read", async () => ((await service.usage(root, "agent")).total.calls === 1 ? true : undefined));
+    const known = { name: "usage-test", agentType: "claude", startedAt: new Date().toISOString() };
+    // 100 in, 300 cache read, 40 cache write, 60 out: well under 10,000.
+    expect((await service.setBudget(root, "ag-usage005", { maxTokens: 10_000 }, known)).budget?.exceededAt).toBeUndefined();
+    const lowered = await service.setBudget(root, "ag-usage005", { maxTokens: 100 }, known);
+    expect(lowered.budget).toMatchObject({ maxTokens: 100, exceededAt: expect.any(String) });
+    expect(readFileSync(path.join(base, "daemon.log"), "utf8")).toMatch(/"budget_exceeded".*"ag-usage005"/);
+    expect((await service.setBudget(root, "ag-usage005", { maxTokens: 10_000 }, known)).budget?.exceededAt).toBeUndefined();
+  });
+
   it("a model without a price makes the cost unknown, not 0", async () => {
     const service = newService();
     started("ag-usage002");

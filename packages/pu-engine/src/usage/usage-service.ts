@@ -350,7 +350,10 @@ export class UsageService {
     }
   }
 
-  /** `pu budget` / `pu spawn --max-…`: sets the agent's limits; raising them past its figures lets it go on. */
+  /**
+   * `pu budget` / `pu spawn --max-…`: sets the agent's limits; raising them past its figures lets
+   * it go on, and lowering them to its figures or under stops its turn now (not at its next call).
+   */
   async setBudget(root: string, agentId: string, limits: BudgetLimit, known: { name: string; agentType: string; startedAt: string }): Promise<AgentUsageView> {
     const project = await this.store.writable(root);
     const entry = this.entryOf(project, { agentId, name: known.name, agentType: known.agentType, startedAtMs: Date.parse(known.startedAt) });
@@ -358,7 +361,13 @@ export class UsageService {
     if (limits.maxTokens !== undefined) budget.maxTokens = limits.maxTokens;
     if (limits.maxCost !== undefined) budget.maxCost = limits.maxCost;
     const totals = totalsOf(entry, await this.store.prices(project));
-    if (budget.exceededAt && !isOver(budget, totals)) delete budget.exceededAt;
+    const over = isOver(budget, totals);
+    if (budget.exceededAt && !over) delete budget.exceededAt;
+    if (!budget.exceededAt && over) {
+      budget.exceededAt = new Date().toISOString();
+      this.interrupt(agentId);
+      this.log.event("budget_exceeded", { projectRoot: root, agentId, tokens: budgetTokens(totals), costUsd: totals.costUsd, budget });
+    }
     entry.budget = budget;
     project.dirty = true;
     await this.store.persist(root);
