@@ -954,6 +954,27 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     }
   };
 
+  /**
+   * The claude type, committed, as a wrapper that points Claude Code at the model server from
+   * the host user's own home (where the host's pu looks for its records); `config` goes before
+   * the project's own settings. Undone after the test. Returns the model server.
+   */
+  const claudeTypeOnHost = async (config = "") => {
+    const { server, env, close } = await modelServerOnHost(host.home);
+    const wrapper = path.join(os.tmpdir(), `pu-e2e-claude-${process.pid}.sh`);
+    const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
+    const exports = Object.entries(env).map(([k, v]) => (v === undefined ? `unset ${k}` : `export ${k}=${quoted(v)}`));
+    writeFileSync(wrapper, ["#!/bin/sh", ...exports, 'exec claude "$@"', ""].join("\n"), { mode: 0o755 });
+    const { before, commitConfig } = projectConfig();
+    onTestFinished(async () => {
+      commitConfig(before, "the project's config as it was, claude as built in");
+      rmSync(wrapper, { force: true });
+      await close();
+    });
+    commitConfig(`${config}${before}${/^agents:/m.test(before) ? "" : "\nagents:\n"}  claude:\n    command: ${wrapper}\n`, "claude through its wrapper");
+    return server;
+  };
+
   it("a real Claude Code on the host, its model server reached through an ssh port forward: turns read from its hooks there, its file written there, its uncommitted work refused by merge", { timeout: 300_000, retry: 1 }, async () => {
     const dir = `${host.home}/claude-home`;
     mkdirSync(dir, { recursive: true });
@@ -1016,26 +1037,14 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   });
 
   it("a ticket on the host counts its earlier steps there: its next step gets what is left of the ticket's budget, is stopped there at it (judged by that budget across a SIGKILL of the control plane), and the ticket waits for a decision", { timeout: 300_000, retry: 1 }, async () => {
-    // Claude's setup in the host user's own home, where the host's pu looks for its records; the
-    // claude type's command, committed, is a wrapper that points it at the model server.
-    const { server, env, close } = await modelServerOnHost(host.home);
-    const wrapper = path.join(os.tmpdir(), `pu-e2e-claude-${process.pid}.sh`);
-    const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
-    const exports = Object.entries(env).map(([k, v]) => (v === undefined ? `unset ${k}` : `export ${k}=${quoted(v)}`));
-    writeFileSync(wrapper, ["#!/bin/sh", ...exports, 'exec claude "$@"', ""].join("\n"), { mode: 0o755 });
-    const { before, commitConfig } = projectConfig();
     let ticketId: string | undefined;
     onTestFinished(async () => {
-      if (ticketId) {
-        const worktree = (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as { agents: { ticket_id: string; session_context_ref?: string | null }[] }).agents.find((a) => a.ticket_id === ticketId)?.session_context_ref;
-        await sb.pu(["ticket", "cancel", ticketId]);
-        if (worktree) await sb.pu(["clean", "--worktree", worktree, "--force"]);
-      }
-      commitConfig(before, "queue.hosts off again, claude as built in");
-      rmSync(wrapper, { force: true });
-      await close();
+      if (!ticketId) return;
+      const worktree = (JSON.parse(readFileSync(path.join(sb.home, "state.json"), "utf8")) as { agents: { ticket_id: string; session_context_ref?: string | null }[] }).agents.find((a) => a.ticket_id === ticketId)?.session_context_ref;
+      await sb.pu(["ticket", "cancel", ticketId]);
+      if (worktree) await sb.pu(["clean", "--worktree", worktree, "--force"]);
     });
-    commitConfig(`queue:\n  hosts: [box]\n${before}${/^agents:/m.test(before) ? "" : "\nagents:\n"}  claude:\n    command: ${wrapper}\n`, "tickets run on box, claude through its wrapper");
+    const server = await claudeTypeOnHost("queue:\n  hosts: [box]\n");
     mkdirSync(path.join(sb.root, ".pu", "workflows"), { recursive: true });
     // The first step spends 550 of the ticket's 1,000 tokens; the second step's first call reports 550 more.
     writeFileSync(
@@ -1078,6 +1087,57 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(review.lastMessage).toMatch(/^needs a decision: step second: stopped at its budget \(max 450 tokens, spent 550 tokens(, \$[\d.]+)?\)$/);
     expect(server.requests.filter((r) => r.replyText === "first step on the host")).toHaveLength(1);
     expect(server.requests.filter((r) => r.command === "echo past-host-ticket-budget > hb.txt")).toEqual([]);
+  });
+
+  it("a group on the host with a budget: once its members together have spent it, a member still working there is held at once (its next tool call never runs), though its own figures are far under", { timeout: 300_000, retry: 1 }, async () => {
+    const server = await claudeTypeOnHost();
+    await sb.ok(["trust"]);
+    await sb.ok(["trust", "--on", "box"]);
+    // Both members run there at once: the host's own cap (cores - 1, 1 here) raised for the test.
+    const hostConfig = `${root}/home/config.yaml`;
+    const hostConfigBefore = existsSync(hostConfig) ? readFileSync(hostConfig, "utf8") : undefined;
+    onTestFinished(() => (hostConfigBefore === undefined ? rmSync(hostConfig, { force: true }) : writeFileSync(hostConfig, hostConfigBefore)));
+    writeFileSync(hostConfig, "queue:\n  maxParallel: 2\n", { mode: 0o644 });
+    execFileSync("chown", [`${host.user}:`, hostConfig]);
+    // Each member is a group of one on the host, held there to the whole budget on its own figures.
+    // The first spends 600 tokens a call and answers after a 20 s tool call; the second spends 15
+    // a call, far under 1,000 alone, and is in a 60 s tool call when the first answers (sleeps in
+    // a row: Claude Code refuses a plain `sleep` of 25 s or more, and asks before a `$(…)`).
+    const waitALong = "touch started.txt && sleep 20 && sleep 20 && sleep 20";
+    const prompts = [
+      "RUN: sleep 20 USAGE: in=550 out=50 SAY: spent the budget",
+      `RUN: ${waitALong} RUN: echo past-group-budget > gb.txt SAY: unreachable`,
+    ].flatMap((text, i) => {
+      const file = path.join(sb.base, `budget-member-${i}.md`);
+      writeFileSync(file, `${text}\n`);
+      return ["--prompt-file", file];
+    });
+    const started = await sb.puJson<{ groupId: string }>(["group", "run", "two members, one budget", "--agent", "claude", ...prompts, "--on", "box", "--max-tokens", "1000"]);
+    let ended: HostGroupJson | undefined;
+    onTestFinished(async () => {
+      if (!ended) await sb.pu(["group", "cancel", started.groupId]);
+      const group = await sb.puJson<HostGroupJson>(["group", "status", started.groupId]).catch(() => undefined);
+      for (const m of group?.members ?? []) if (m.worktreeId) await sb.pu(["clean", "--worktree", m.worktreeId, "--force"]);
+    });
+    ended = await waitFor("the group to end", async () => {
+      const group = await sb.puJson<HostGroupJson>(["group", "status", started.groupId]);
+      return ["complete", "failed", "cancelled"].includes(group.phase) ? group : undefined;
+    }, 240_000, 500).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${await sb.ok(["group", "status", started.groupId])}\n${JSON.stringify(server.requests.map((r) => [r.reply, r.command, r.replyText]))}`);
+    });
+    const spentAt = server.requests.find((r) => r.replyText === "spent the budget")?.receivedAt;
+    const sleepingSince = server.requests.find((r) => r.command === waitALong)?.receivedAt;
+    // The budget was spent while the second member was in its 60 s tool call...
+    expect(spentAt! - sleepingSince!).toBeLessThan(50_000);
+    // ...which was cut short there: the echo after it was never asked for.
+    expect(server.requests.filter((r) => r.command === "echo past-group-budget > gb.txt")).toEqual([]);
+    // Its tool call did run there (not held at a question): it left its file in its worktree.
+    const held = ended.members.filter((m) => existsSync(path.join(m.worktreePath!, "started.txt")));
+    expect(held).toHaveLength(1);
+    // It was held by a budget set to what it had spent: its own figures alone never reached 1,000.
+    const budget = ((await remoteAgent(held[0]!.agentId!)) as RemoteAgentJson & { budget?: { maxTokens?: number; exceededAt?: string } }).budget;
+    expect(budget).toMatchObject({ exceededAt: expect.any(String) });
+    expect(budget!.maxTokens).toBeLessThan(100);
   });
 
   it("host remove refuses while agents run there; kill and clean route to the host and end them there", async () => {

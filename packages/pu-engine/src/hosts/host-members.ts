@@ -7,6 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { PuError, isPuError } from "@pu/core/errors";
 import { TERMINAL_GROUP_PHASES, type DiffStat, type GroupKind, type GroupSettings } from "@pu/core/group";
 import { hostMirrorPath } from "@pu/core/hosts-file";
+import { budgetTokens } from "@pu/core/usage";
 import type { AgentView, GateRun, GroupMemberView, GroupView, UsageFigures, WorktreeDiff } from "@pu/ipc/protocol";
 import type { HostLinks } from "./host-links.js";
 import type { HostService } from "./host-service.js";
@@ -25,6 +26,8 @@ const START_RETRY_MS = [2000, 5000, 10_000];
 const LINK_LOST = ["DAEMON_UNAVAILABLE", "TIMEOUT"];
 /** A host's answer on its agents' usage (a budget check waits for it). */
 const USAGE_TIMEOUT_MS = 5000;
+/** How often a member's owner (its group or plan) is asked whether its budget is spent while the member runs on a host. */
+const SPENT_LOOK_MS = 3000;
 
 export interface HostMemberSpec {
   groupId: string;
@@ -44,6 +47,21 @@ export interface HostMemberSpec {
 
 /** What a member's group on the host is held to there: its gate and fix turns, time limit and budget. */
 type HostMemberLimits = Pick<GroupSettings, "gate" | "max_retries" | "timeout_minutes" | "max_cost" | "max_tokens">;
+
+/** What following a member's group on its host watches besides the host's answers. */
+interface FollowWatch {
+  signal: AbortSignal;
+  /** True once this daemon no longer follows the member (it stops, or the member is stopped here). */
+  over(): boolean;
+  /** The member as the host reports it, each time it answers. */
+  seen(member: GroupMemberView): Promise<void>;
+  /**
+   * Why the member's owner (its group or plan) may spend no more, counted over all its agents here
+   * and on hosts; once it says so, the member's agent there is held at what it spent (its turn
+   * interrupted there, as a member here is interrupted), once.
+   */
+  spent?(): Promise<string | undefined>;
+}
 
 export class HostMembers {
   /** Each placed agent's figures as its host last reported them. */
@@ -123,10 +141,12 @@ export class HostMembers {
   /**
    * Looks at the member's group on the host until it ends (its last view) or `over()` says to stop
    * (undefined). While the host is unreachable the member goes on there; it is asked again, less
-   * often, until it answers. `seen`: the member as the host reports it, each time it answers.
+   * often, until it answers (see FollowWatch).
    */
-  async follow(projectRoot: string, hostName: string, hostGroupId: string, baseBranch: string, watch: { signal: AbortSignal; over(): boolean; seen(member: GroupMemberView): Promise<void> }): Promise<GroupView | undefined> {
+  async follow(projectRoot: string, hostName: string, hostGroupId: string, baseBranch: string, watch: FollowWatch): Promise<GroupView | undefined> {
     let delay = POLL_MS;
+    let lookedAt = 0;
+    let held = false;
     for (;;) {
       if (watch.over()) return undefined;
       let view: GroupView | undefined;
@@ -141,8 +161,25 @@ export class HostMembers {
       const member = view?.members[0];
       if (member) await watch.seen(member);
       if (view && (TERMINAL_GROUP_PHASES as readonly string[]).includes(view.phase)) return view;
+      if (member?.agentId && watch.spent && !held && Date.now() - lookedAt >= SPENT_LOOK_MS) {
+        lookedAt = Date.now();
+        const why = await watch.spent().catch(() => undefined);
+        // Not held (the host did not answer): asked again at the next look.
+        if (why !== undefined) held = await this.holdAtSpent(projectRoot, hostName, member.agentId).then(() => true, () => false);
+      }
       await sleep(delay, undefined, { signal: watch.signal }).catch(() => undefined);
     }
+  }
+
+  /**
+   * Sets a placed agent's budget to what it has spent: its host stops its turn at once and keeps it
+   * stopped (a budget the host holds, so a link that drops after this loses no stop).
+   */
+  private async holdAtSpent(projectRoot: string, hostName: string, agentId: string): Promise<void> {
+    const placed = this.remote.placedAgent(agentId);
+    if (!placed) throw new PuError("AGENT_NOT_FOUND", `agent ${agentId} is not placed on host ${hostName}`);
+    const [figures] = await this.usageOf(projectRoot, [{ host: hostName, agentId }]);
+    await this.remote.forward(placed, "budget", { agentId, maxTokens: Math.max(1, figures ? budgetTokens(figures) : 0) });
   }
 
   /** Stops the member on the host (recorded cancelled there); a group that already ended is left as it is. */

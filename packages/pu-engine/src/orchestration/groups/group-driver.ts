@@ -250,12 +250,16 @@ export class GroupDriver {
         this.emit("member_launched", { variant });
       }
       const stopped = () => this.shuttingDown || this.stopping.has(variant);
+      const budget = { maxCost: this.group.settings.max_cost, maxTokens: this.group.settings.max_tokens };
+      const budgeted = budget.maxCost != null || budget.maxTokens != null;
       const view = await hosts.follow(this.root, host, member.host_group_id ?? "", base, {
         signal: this.abort.signal,
         over: stopped,
         seen: async (seen) => {
           if (seen.agentId && seen.agentId !== member.agent_id) await this.recordAgent(variant, { agentId: seen.agentId, worktreeId: seen.worktreeId, worktreePath: seen.worktreePath, branch: seen.branch }, false);
         },
+        // The host holds the member to the whole budget on its own figures; spent with the others', it is held here.
+        ...(budgeted ? { spent: () => this.ctx.budgets.ownerOver(this.root, { kind: "group", id: this.id }, budget) } : {}),
       });
       if (!view || stopped()) return;
       const { diff, ...result } = hostMemberResult(view);

@@ -21,7 +21,7 @@ import { MergeConflictError } from "../../git/merge.js";
 import { hostMemberResult } from "../../hosts/host-members.js";
 import { readPlan } from "./plan-store.js";
 import { workerPrompt } from "./role-agent.js";
-import { logEntry, PlanPhases } from "./plan-phases.js";
+import { logEntry, planLimit, PlanPhases } from "./plan-phases.js";
 
 /** The design typed into a host worker's prompt is cut to its last this many characters. */
 const DESIGN_IN_PROMPT_CHARS = 24_000;
@@ -102,10 +102,13 @@ export abstract class PlanHostWorkers extends PlanPhases {
           if (t?.placement?.key === placement.key) t.placement.group_id = made;
         });
       }
+      const limit = planLimit(session.options);
       const view = await hosts.follow(this.root, placement.host, groupId, branch, {
         signal: this.halt.signal,
         over: () => this.stopped || this.state.stopping,
         seen: (member) => this.recordHostIds(taskId, placement.key, worker, member),
+        // The host holds the worker to the plan's whole budget on its own figures; spent with the plan's other agents', it is held here.
+        ...(limit ? { spent: () => this.budgetSpent(limit) } : {}),
       });
       if (!view || this.stopped || this.state.stopping) return;
       await this.settleHostWorker(task, placement.host, view);
