@@ -300,11 +300,16 @@ export class UsageService {
     if (!budget || budget.exceededAt || (budget.maxTokens === undefined && budget.maxCost === undefined)) return;
     const totals = totalsOf(entry, await this.store.prices(project));
     if (!isOver(budget, totals)) return;
-    budget.exceededAt = new Date().toISOString();
+    this.stopAtBudget(agent.root, agent.agentId, budget, totals);
     project.dirty = true;
-    this.interrupt(agent.agentId);
-    this.log.event("budget_exceeded", { projectRoot: agent.root, agentId: agent.agentId, tokens: budgetTokens(totals), costUsd: totals.costUsd, budget });
     await this.store.persist(agent.root);
+  }
+
+  /** The agent's figures reached its budget: recorded as exceeded (the caller writes it), its turn interrupted, logged. */
+  private stopAtBudget(root: string, agentId: string, budget: AgentBudget, totals: Totals): void {
+    budget.exceededAt = new Date().toISOString();
+    this.interrupt(agentId);
+    this.log.event("budget_exceeded", { projectRoot: root, agentId, tokens: budgetTokens(totals), costUsd: totals.costUsd, budget });
   }
 
   /** The agent's turn, if the daemon holds it running, interrupted as a person would. */
@@ -363,11 +368,7 @@ export class UsageService {
     const totals = totalsOf(entry, await this.store.prices(project));
     const over = isOver(budget, totals);
     if (budget.exceededAt && !over) delete budget.exceededAt;
-    if (!budget.exceededAt && over) {
-      budget.exceededAt = new Date().toISOString();
-      this.interrupt(agentId);
-      this.log.event("budget_exceeded", { projectRoot: root, agentId, tokens: budgetTokens(totals), costUsd: totals.costUsd, budget });
-    }
+    if (!budget.exceededAt && over) this.stopAtBudget(root, agentId, budget, totals);
     entry.budget = budget;
     project.dirty = true;
     await this.store.persist(root);

@@ -149,6 +149,18 @@ export class GroupDriver {
     });
   }
 
+  /** The group's budget (`--max-cost` / `--max-tokens`), or undefined when it has none. */
+  private budget(): { maxCost: number | null | undefined; maxTokens: number | null | undefined } | undefined {
+    const { max_cost: maxCost, max_tokens: maxTokens } = this.group.settings;
+    return maxCost != null || maxTokens != null ? { maxCost, maxTokens } : undefined;
+  }
+
+  /** Why the group's budget lets no member go on (`max 1000 tokens, spent 1200 tokens`); undefined while under it or without one. */
+  private async budgetSpent(): Promise<string | undefined> {
+    const budget = this.budget();
+    return budget ? this.ctx.budgets.ownerOver(this.root, { kind: "group", id: this.id }, budget) : undefined;
+  }
+
   /** Whether the member may start now; else its slot goes back (and a spent budget records it cancelled). */
   private async mayStart(variant: string, release: () => void, restarted: boolean): Promise<boolean> {
     if (!this.group.members[variant] || this.shuttingDown || this.stopping.has(variant) || this.group.individual_outputs?.[variant] || isGroupFinished(this.group)) {
@@ -156,8 +168,7 @@ export class GroupDriver {
       return false;
     }
     // A spent budget starts no further member; the join goes on with the ones that ran.
-    const budget = { maxCost: this.group.settings.max_cost, maxTokens: this.group.settings.max_tokens };
-    const spent = budget.maxCost != null || budget.maxTokens != null ? await this.ctx.budgets.ownerOver(this.root, { kind: "group", id: this.id }, budget) : undefined;
+    const spent = await this.budgetSpent();
     if (spent !== undefined && !restarted) {
       release();
       await this.recordResult(variant, { state: "cancelled", reason: `not started: the group's budget is spent (${spent})`, output: "", output_source: "none" });
@@ -194,7 +205,6 @@ export class GroupDriver {
   private async launchMember(variant: string, release: () => void): Promise<void> {
     const restarted = this.group.members[variant]?.agent_id != null;
     if (!(await this.mayStart(variant, release, restarted))) return;
-    const budget = { maxCost: this.group.settings.max_cost, maxTokens: this.group.settings.max_tokens };
     const { request, model } = memberLaunch(this.group, variant, restarted);
     let launched: LaunchedAgent;
     try {
@@ -206,7 +216,8 @@ export class GroupDriver {
       return;
     }
     if (model !== undefined) launched.live.model = model;
-    if (budget.maxCost != null || budget.maxTokens != null) this.ctx.budgets.limitOwner(this.root, { kind: "group", id: this.id }, launched.agentId, budget);
+    const budget = this.budget();
+    if (budget) this.ctx.budgets.limitOwner(this.root, { kind: "group", id: this.id }, launched.agentId, budget);
     this.lives.set(variant, launched.live);
     await this.recordAgent(variant, { agentId: launched.agentId, worktreeId: launched.worktreeId, worktreePath: launched.worktreePath ?? launched.cwd, branch: launched.branch }, true);
     this.ctx.state.log.event("group_member_launched", { projectRoot: this.root, groupId: this.id, variant, agentId: launched.agentId, restarted });
@@ -250,8 +261,6 @@ export class GroupDriver {
         this.emit("member_launched", { variant });
       }
       const stopped = () => this.shuttingDown || this.stopping.has(variant);
-      const budget = { maxCost: this.group.settings.max_cost, maxTokens: this.group.settings.max_tokens };
-      const budgeted = budget.maxCost != null || budget.maxTokens != null;
       const view = await hosts.follow(this.root, host, member.host_group_id ?? "", base, {
         signal: this.abort.signal,
         over: stopped,
@@ -259,7 +268,7 @@ export class GroupDriver {
           if (seen.agentId && seen.agentId !== member.agent_id) await this.recordAgent(variant, { agentId: seen.agentId, worktreeId: seen.worktreeId, worktreePath: seen.worktreePath, branch: seen.branch }, false);
         },
         // The host holds the member to the whole budget on its own figures; spent with the others', it is held here.
-        ...(budgeted ? { spent: () => this.ctx.budgets.ownerOver(this.root, { kind: "group", id: this.id }, budget) } : {}),
+        ...(this.budget() ? { spent: () => this.budgetSpent() } : {}),
       });
       if (!view || stopped()) return;
       const { diff, ...result } = hostMemberResult(view);
