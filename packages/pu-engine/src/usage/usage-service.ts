@@ -77,18 +77,8 @@ export class UsageService {
     this.unsubscribe.push(
       this.state.events.on("agent_started", ({ projectRoot, live, entry }) => {
         const env = buildEnv(process.env, { agentId: entry.id, projectRoot, worktreeId: live.worktreeId, extra: entry.env });
-        this.track({
-          root: projectRoot,
-          agentId: entry.id,
-          name: entry.name,
-          agentType: entry.agentType,
-          cwd: live.cwd,
-          sessionId: entry.sessionId,
-          startedAtMs: live.startedAtMs,
-          env,
-          sources: new Map(),
-          discoveredAt: 0,
-        });
+        const { id: agentId, name, agentType, sessionId } = entry;
+        this.track({ root: projectRoot, agentId, name, agentType, sessionId, cwd: live.cwd, startedAtMs: live.startedAtMs, env, sources: new Map(), discoveredAt: 0 });
       }),
       this.state.events.on("agent_exit", ({ agentId }) => {
         const agent = this.tracked.get(agentId);
@@ -427,12 +417,8 @@ export class UsageService {
   async figuresOf(root: string, agentIds: readonly string[]): Promise<Map<string, AgentUsageView["usage"]>> {
     const project = await this.store.project(root);
     const prices = await this.store.prices(project);
-    const figures = new Map<string, AgentUsageView["usage"]>();
-    for (const id of agentIds) {
-      const entry = project.file.agents[id];
-      figures.set(id, entry ? agentView(entry, totalsOf(entry, prices)).usage : null);
-    }
-    return figures;
+    const figuresOfAgent = (entry: AgentUsage | undefined) => (entry ? agentView(entry, totalsOf(entry, prices)).usage : null);
+    return new Map(agentIds.map((id) => [id, figuresOfAgent(project.file.agents[id])]));
   }
 
   /**

@@ -7,17 +7,7 @@
  * again in their worktrees, a join that fired aggregates again.
  */
 import { LOCAL_PLACE } from "@pu/core/hosts-file";
-import {
-  gateWinner,
-  isGroupFinished,
-  joinReady,
-  memberState,
-  variantKeys,
-  type DiffStat,
-  type GroupKind,
-  type GroupRecord,
-  type MemberResult,
-} from "@pu/core/group";
+import { gateWinner, isGroupFinished, joinReady, memberState, variantKeys, type DiffStat, type GroupKind, type GroupRecord, type MemberResult } from "@pu/core/group";
 import { firstTurnOf, launchAgent, type LaunchedAgent } from "../../agents/launcher.js";
 import type { LiveAgent } from "../../session/live-agent.js";
 import { stopAgents, markFinished } from "../../agents/stop.js";
