@@ -1138,6 +1138,9 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const budget = ((await remoteAgent(held[0]!.agentId!)) as RemoteAgentJson & { budget?: { maxTokens?: number; exceededAt?: string } }).budget;
     expect(budget).toMatchObject({ exceededAt: expect.any(String) });
     expect(budget!.maxTokens).toBeLessThan(100);
+    // The control plane says so in its own log: one hold, of that agent, with the budget it gave and why.
+    const holds = readFileSync(path.join(sb.home, "daemon.log"), "utf8").split("\n").filter((l) => l.includes('"host_agent_held"')).map((l) => JSON.parse(l));
+    expect(holds).toEqual([expect.objectContaining({ host: "box", agentId: held[0]!.agentId, maxTokens: budget!.maxTokens, reason: expect.stringMatching(/max 1000 tokens, spent \d+ tokens/) })]);
   });
 
   it("host remove refuses while agents run there; kill and clean route to the host and end them there", async () => {

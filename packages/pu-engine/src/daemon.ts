@@ -150,7 +150,7 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     const usage = new UsageService(state, log);
     usageService = usage;
     // Group members and plan workers placed on hosts run there as groups of one, through the same HostMembers.
-    const hostMembers = new HostMembers(hostService, hostLinks, remote);
+    const hostMembers = new HostMembers(hostService, hostLinks, remote, log);
     groups = new GroupService(state, operatorState, slots, usage, hostMembers);
     const groupService = groups;
     const workQueue = new QueueService(state, operatorState, slots, groupService, usage, hostMembers);

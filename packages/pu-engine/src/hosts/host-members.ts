@@ -9,6 +9,7 @@ import { TERMINAL_GROUP_PHASES, type DiffStat, type GroupKind, type GroupSetting
 import { hostMirrorPath } from "@pu/core/hosts-file";
 import { budgetTokens } from "@pu/core/usage";
 import type { AgentView, GateRun, GroupMemberView, GroupView, UsageFigures, WorktreeDiff } from "@pu/ipc/protocol";
+import type { DaemonLog } from "../daemon-log.js";
 import type { HostLinks } from "./host-links.js";
 import type { HostService } from "./host-service.js";
 import { hostTrustError } from "./project-mirror.js";
@@ -61,16 +62,24 @@ interface FollowWatch {
    * interrupted there, as a member here is interrupted), once.
    */
   spent?(): Promise<string | undefined>;
+  /**
+   * Names the owner `spent` asks about (`group:ID`, `plan:ID`): members of one owner share one
+   * answer per look, so a group with many members on hosts is counted once, not once per member.
+   */
+  owner?: string;
 }
 
 export class HostMembers {
   /** Each placed agent's figures as its host last reported them. */
   private readonly lastUsage = new Map<string, UsageFigures>();
+  /** The latest "is it spent" answer per owner (project root and FollowWatch.owner), shared by its members for one look. */
+  private readonly spentLooks = new Map<string, { at: number; answer: Promise<string | undefined> }>();
 
   constructor(
     private readonly hosts: HostService,
     private readonly links: HostLinks,
     private readonly remote: RemoteAgentService,
+    private readonly log: DaemonLog,
   ) {}
 
   /** NOT_FOUND in one line when no host has the name. */
@@ -163,9 +172,9 @@ export class HostMembers {
       if (view && (TERMINAL_GROUP_PHASES as readonly string[]).includes(view.phase)) return view;
       if (member?.agentId && watch.spent && !held && Date.now() - lookedAt >= SPENT_LOOK_MS) {
         lookedAt = Date.now();
-        const why = await watch.spent().catch(() => undefined);
+        const why = await this.spentLook(projectRoot, watch);
         // Not held (the host did not answer): asked again at the next look.
-        if (why !== undefined) held = await this.holdAtSpent(projectRoot, hostName, member.agentId).then(() => true, () => false);
+        if (why !== undefined) held = await this.holdAtSpent(projectRoot, hostName, member.agentId, why).then(() => true, () => false);
       }
       await sleep(delay, undefined, { signal: watch.signal }).catch(() => undefined);
     }
@@ -175,11 +184,25 @@ export class HostMembers {
    * Sets a placed agent's budget to what it has spent: its host stops its turn at once and keeps it
    * stopped (a budget the host holds, so a link that drops after this loses no stop).
    */
-  private async holdAtSpent(projectRoot: string, hostName: string, agentId: string): Promise<void> {
+  private async holdAtSpent(projectRoot: string, hostName: string, agentId: string, why: string): Promise<void> {
     const placed = this.remote.placedAgent(agentId);
     if (!placed) throw new PuError("AGENT_NOT_FOUND", `agent ${agentId} is not placed on host ${hostName}`);
     const [figures] = await this.usageOf(projectRoot, [{ host: hostName, agentId }]);
-    await this.remote.forward(placed, "budget", { agentId, maxTokens: Math.max(1, figures ? budgetTokens(figures) : 0) });
+    const maxTokens = Math.max(1, figures ? budgetTokens(figures) : 0);
+    await this.remote.forward(placed, "budget", { agentId, maxTokens });
+    this.log.event("host_agent_held", { projectRoot, host: hostName, agentId, maxTokens, reason: `its owner's budget is spent (${why})` });
+  }
+
+  /** Whether the watched member's owner is spent: one look per owner shared by its members (undefined also when it could not be told). */
+  private spentLook(projectRoot: string, watch: FollowWatch): Promise<string | undefined> {
+    const look = () => (watch.spent?.() ?? Promise.resolve(undefined)).catch(() => undefined);
+    if (watch.owner === undefined) return look();
+    const now = Date.now();
+    for (const [key, { at }] of this.spentLooks) if (now - at >= SPENT_LOOK_MS) this.spentLooks.delete(key);
+    const key = `${projectRoot}\0${watch.owner}`;
+    let shared = this.spentLooks.get(key);
+    if (!shared) this.spentLooks.set(key, (shared = { at: now, answer: look() }));
+    return shared.answer;
   }
 
   /** Stops the member on the host (recorded cancelled there); a group that already ended is left as it is. */

@@ -258,7 +258,7 @@ export class GroupDriver {
           if (seen.agentId && seen.agentId !== member.agent_id) await this.recordAgent(variant, { agentId: seen.agentId, worktreeId: seen.worktreeId, worktreePath: seen.worktreePath, branch: seen.branch }, false);
         },
         // The host holds the member to the whole budget on its own figures; spent with the others', it is held here.
-        ...(this.budget() ? { spent: () => this.budgetSpent() } : {}),
+        ...(this.budget() ? { spent: () => this.budgetSpent(), owner: `group:${this.id}` } : {}),
       });
       if (!view || stopped()) return;
       const { diff, ...result } = hostMemberResult(view);

@@ -108,7 +108,7 @@ export abstract class PlanHostWorkers extends PlanPhases {
         over: () => this.stopped || this.state.stopping,
         seen: (member) => this.recordHostIds(taskId, placement.key, worker, member),
         // The host holds the worker to the plan's whole budget on its own figures; spent with the plan's other agents', it is held here.
-        ...(limit ? { spent: () => this.budgetSpent(limit) } : {}),
+        ...(limit ? { spent: () => this.budgetSpent(limit), owner: `plan:${this.layout.sessionId}` } : {}),
       });
       if (!view || this.stopped || this.state.stopping) return;
       await this.settleHostWorker(task, placement.host, view);
