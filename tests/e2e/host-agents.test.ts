@@ -1143,6 +1143,71 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(holds).toEqual([expect.objectContaining({ host: "box", agentId: held[0]!.agentId, maxTokens: budget!.maxTokens, reason: expect.stringMatching(/max 1000 tokens, spent \d+ tokens/) })]);
   });
 
+  it("a plan's workers on the host with a budget: once they together have spent it, a worker still working there is held at once (its next tool call never runs), and the plan fails for its budget", { timeout: 300_000, retry: 1 }, async () => {
+    // The roles that run here are the scripted planbot; the workers, on the host, the real Claude Code. No task gate.
+    const config = path.join(sb.root, ".pu", "config.yaml");
+    projectConfig().commitConfig(readFileSync(config, "utf8").replace(/^plan:\n(?: .*\n)*/m, ""), "no plan settings");
+    const waitALong = "touch started.txt && sleep 20 && sleep 20 && sleep 20";
+    scriptedAgentType("budgetplanbot", PLAN_ROLE, {
+      tasks: [
+        { id: "spend", subject: "spend the budget", description: "RUN: sleep 20 USAGE: in=550 out=50 SAY: spent the budget", blockedBy: [], criteria: ["spent"] },
+        { id: "long", subject: "work a long while", description: `RUN: ${waitALong} RUN: echo past-plan-budget > pb.txt SAY: unreachable`, blockedBy: [], criteria: ["never reached"] },
+      ],
+      slowMs: 200,
+    });
+    const server = await claudeTypeOnHost("plan:\n  agents: { explorer: budgetplanbot, planner: budgetplanbot, worker: claude, verifier: budgetplanbot }\n");
+    // Both workers run there at once: the host's own cap raised for the test.
+    const hostConfig = `${root}/home/config.yaml`;
+    const hostConfigBefore = existsSync(hostConfig) ? readFileSync(hostConfig, "utf8") : undefined;
+    onTestFinished(() => (hostConfigBefore === undefined ? rmSync(hostConfig, { force: true }) : writeFileSync(hostConfig, hostConfigBefore)));
+    writeFileSync(hostConfig, "queue:\n  maxParallel: 2\n", { mode: 0o644 });
+    execFileSync("chown", [`${host.user}:`, hostConfig]);
+    await sb.ok(["trust"]);
+    await sb.ok(["trust", "--on", "box"]);
+    const started = await sb.puJson<{ sessionId: string; dir: string }>(["plan", "start", "two tasks, one budget", "--auto", "--skip-verify", "--on", "box", "--max-tokens", "1000"]);
+    type PlanStatus = { phase: string; failure?: string | null; tasks: { id: string; status: string; host?: string }[] };
+    const taskFile = (task: string) => JSON.parse(readFileSync(path.join(started.dir, "tasks", `${task}.json`), "utf8")) as { status: string; placement?: { agent_id?: string; worktree_id?: string } };
+    let ended: PlanStatus | undefined;
+    onTestFinished(async () => {
+      if (!ended) await sb.pu(["plan", "cancel", started.sessionId]);
+      for (const t of ["spend", "long"]) {
+        const worktreeId = existsSync(path.join(started.dir, "tasks", `${t}.json`)) ? taskFile(t).placement?.worktree_id : undefined;
+        if (worktreeId) await sb.pu(["clean", "--worktree", worktreeId, "--force"]);
+      }
+    });
+    ended = await waitFor("the plan to end", async () => {
+      const plan = await sb.puJson<PlanStatus>(["plan", "status", started.sessionId]);
+      return ["COMPLETE", "FAILED", "CANCELLED"].includes(plan.phase) ? plan : undefined;
+    }, 240_000, 500).catch(async (error: Error) => {
+      throw new Error(`${error.message}\n${await sb.ok(["plan", "status", started.sessionId])}\n${JSON.stringify(server.requests.map((r) => [r.reply, r.command, r.replyText]))}`);
+    });
+    // The plan fails for its budget; neither worker's turn, ended once it was spent, resolved its task (nothing merged).
+    expect(ended.phase).toBe("FAILED");
+    expect(ended.failure).toMatch(/^the plan's budget is spent \(max 1000 tokens, spent \d+ tokens/);
+    expect(ended.tasks.map((t) => [t.id, t.status, t.host])).toEqual([["long", "failed", "box"], ["spend", "failed", "box"]]);
+    const evidence = await sb.puJson<{ evidenceLog: { task_id?: string; type: string; summary?: string }[] }>(["plan", "evidence", started.sessionId]);
+    expect(evidence.evidenceLog.filter((e) => e.type === "task_failed").map((e) => [e.task_id, e.summary])).toEqual(
+      expect.arrayContaining(["long", "spend"].map((t) => [t, expect.stringMatching(/^not resolved: the plan's budget is spent \(max 1000 tokens, spent \d+ tokens.*\) as its worker's turn ended; its worktree keeps what was done$/)])),
+    );
+    expect(evidence.evidenceLog.some((e) => e.type === "task_resolved")).toBe(false);
+    const spentAt = server.requests.find((r) => r.replyText === "spent the budget")?.receivedAt;
+    const sleepingSince = server.requests.find((r) => r.command === waitALong)?.receivedAt;
+    // The budget was spent while the other worker was in its 60 s tool call...
+    expect(spentAt! - sleepingSince!).toBeLessThan(50_000);
+    // ...which was cut short there: the echo after it was never asked for.
+    expect(server.requests.filter((r) => r.command === "echo past-plan-budget > pb.txt")).toEqual([]);
+    // Its tool call did run there (not held at a question): it left its file in its worktree.
+    const { agent_id: longAgent, worktree_id: longWorktree } = taskFile("long").placement!;
+    const worktreePath = ((await sb.status()).worktrees[longWorktree!] as { path?: string } | undefined)?.path;
+    expect(existsSync(path.join(worktreePath!, "started.txt"))).toBe(true);
+    const agent = (await remoteAgent(longAgent!)) as RemoteAgentJson & { budget?: { maxTokens?: number; exceededAt?: string } };
+    // Held by a budget set to what it had spent, its own figures far under 1,000; the control plane logged the hold.
+    expect(agent.budget).toMatchObject({ exceededAt: expect.any(String) });
+    expect(agent.budget!.maxTokens).toBeLessThan(100);
+    const holds = readFileSync(path.join(sb.home, "daemon.log"), "utf8").split("\n").filter((l) => l.includes('"host_agent_held"') && l.includes(longAgent!)).map((l) => JSON.parse(l));
+    expect(holds).toEqual([expect.objectContaining({ host: "box", maxTokens: agent.budget!.maxTokens, reason: expect.stringMatching(/max 1000 tokens, spent \d+ tokens/) })]);
+  });
+
   it("host remove refuses while agents run there; kill and clean route to the host and end them there", async () => {
     const refused = await sb.pu(["host", "remove", "box"]);
     expect(refused.code).toBe(1);

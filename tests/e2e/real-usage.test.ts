@@ -12,7 +12,7 @@ import type { UsageFigures } from "@pu/ipc/protocol";
 import { startModelServer, type ModelServer } from "../model-server/server.js";
 import { agentHome, type RealAgent } from "../real-agents/homes.js";
 import { RealAgentSandbox } from "../real-agents/sandbox.js";
-import { allAgents } from "../helpers/pu-sandbox.js";
+import { allAgents, REPO_ROOT } from "../helpers/pu-sandbox.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 const TURN_TIMEOUT_MS = 90_000;
@@ -384,6 +384,46 @@ describe("a budget", () => {
     expect(allAgents(agents).map((a) => a.name).filter((name) => String(name).includes("planner"))).toEqual([]);
     expect(await sandbox.ok(["plan", "show", started.sessionId])).toMatch(/cost .*; budget max 1\.0k tokens/);
   }, 3 * TURN_TIMEOUT_MS);
+
+  it("a plan's workers over its budget: a worker still working is interrupted (its next call never made), no worker's task is resolved once it is spent, and the plan fails saying why", async () => {
+    // Two workers at once (the real Claude Code); the other roles are the scripted plan role.
+    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 2\n");
+    const waitALong = "touch started.txt && sleep 20 && sleep 20 && sleep 20";
+    const scenario = path.join(sandbox.base, "plan-budget-scenario.json");
+    writeFileSync(scenario, JSON.stringify({
+      tasks: [
+        { id: "spend", subject: "spend the budget", description: "RUN: sleep 8 USAGE: in=550 out=50 SAY: spent the budget", blockedBy: [], criteria: ["spent"] },
+        { id: "long", subject: "work a long while", description: `RUN: ${waitALong} RUN: echo past-plan-budget > pw.txt SAY: unreachable`, blockedBy: [], criteria: ["never reached"] },
+      ],
+      slowMs: 100,
+    }));
+    const planRole = `env PLAN_TEST_SCENARIO=${scenario} ${process.execPath} ${path.join(REPO_ROOT, "tests/fixtures/plan-role.mjs")}`;
+    writeFileSync(path.join(sandbox.root, ".pu/config.yaml"), `agents:\n  planbot: { command: ${JSON.stringify(planRole)} }\nplan:\n  agents: { explorer: planbot, planner: planbot, worker: claude, verifier: planbot }\n`);
+    await sandbox.ok(["trust"]);
+    const started = await sandbox.puJson<{ sessionId: string }>(["plan", "start", "two tasks, one budget", "--auto", "--skip-verify", "--max-tokens", "1000"]);
+    type PlanJson = { phase: string; failure: string | null; tasks: { id: string; status: string }[] };
+    const ended = await waitFor("the plan to end", async () => {
+      const plan = await sandbox.puJson<PlanJson>(["plan", "status", started.sessionId]);
+      return ["COMPLETE", "FAILED", "CANCELLED"].includes(plan.phase) ? plan : undefined;
+    }, 3 * TURN_TIMEOUT_MS, 1000);
+    const spentAt = server.requests.find((r) => r.replyText === "spent the budget")?.receivedAt;
+    const sleepingSince = server.requests.find((r) => r.command === waitALong)?.receivedAt;
+    // The budget was spent while the other worker was in its 60 s tool call, which was cut short: its echo never asked for.
+    expect(spentAt! - sleepingSince!).toBeLessThan(50_000);
+    expect(server.requests.filter((r) => r.command === "echo past-plan-budget > pw.txt")).toEqual([]);
+    // The plan fails for its budget; neither task is resolved (both workers' turns ended with it spent), nothing merged.
+    expect(ended.phase).toBe("FAILED");
+    expect(ended.failure).toMatch(/^the plan's budget is spent \(max 1000 tokens, spent \d+ tokens/);
+    expect(ended.tasks.map((t) => [t.id, t.status]).sort()).toEqual([["long", "failed"], ["spend", "failed"]]);
+    const evidence = await sandbox.puJson<{ evidenceLog: { task_id?: string; type: string; summary?: string }[] }>(["plan", "evidence", started.sessionId]);
+    expect(evidence.evidenceLog.filter((e) => e.type === "task_failed").map((e) => e.task_id).sort()).toEqual(["long", "spend"]);
+    for (const e of evidence.evidenceLog.filter((e) => e.type === "task_failed")) expect(e.summary).toMatch(/^not resolved: the plan's budget is spent \(max 1000 tokens, spent \d+ tokens.*\) as its worker's turn ended; its worktree keeps what was done$/);
+    // The long worker's tool call did run (not held at a question): its worktree keeps its file.
+    const worktrees = Object.entries((await sandbox.status()).worktrees as Record<string, { name: string; path: string }>);
+    const long = worktrees.find(([, w]) => w.name === `plan-${started.sessionId}-long`)?.[1];
+    expect(existsSync(path.join(long!.path, "started.txt"))).toBe(true);
+    for (const [worktreeId, w] of worktrees) if (w.name.startsWith(`plan-${started.sessionId}-`)) await sandbox.ok(["clean", "--worktree", worktreeId, "--force"]);
+  }, 3 * TURN_TIMEOUT_MS + 60_000);
 
   it("a spent daily budget pauses the queue with a problem line", async () => {
     // Today this project has already used well over 1,000 tokens (the test above).

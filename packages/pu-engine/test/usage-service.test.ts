@@ -157,6 +157,23 @@ describe("UsageService", () => {
     expect((await service.setBudget(root, "ag-usage005", { maxTokens: 10_000 }, known)).budget?.exceededAt).toBeUndefined();
   });
 
+  it("records read to the end on request (a turn that just ended, a control plane asking) are still judged against the budget at the next poll", async () => {
+    // A poll every 300 ms: the read on request below comes between two polls.
+    const service = new UsageService(state, openDaemonLog(path.join(base, "daemon.log")), 300);
+    service.start();
+    services.push(service);
+    started("ag-usage006");
+    appendFileSync(recordFile, answerLine("msg_1", 1));
+    await until("the first answer read", async () => ((await service.usage(root, "agent")).total.calls === 1 ? true : undefined));
+    const known = { name: "usage-test", agentType: "claude", startedAt: new Date().toISOString() };
+    // 441 tokens so far, under 1,000; the next answer (1,040) crosses it.
+    expect((await service.setBudget(root, "ag-usage006", { maxTokens: 1000 }, known)).budget?.exceededAt).toBeUndefined();
+    appendFileSync(recordFile, answerLine("msg_2", 600));
+    expect(await service.finalFigures(root, "ag-usage006")).toMatchObject({ calls: 2 });
+    // Before, the poll found nothing new after this read, and the crossed budget was never enforced.
+    expect(await until("the budget enforced", () => service.overBudget("ag-usage006"), 3_000)).toBe("max 1000 tokens");
+  });
+
   it("a model without a price makes the cost unknown, not 0", async () => {
     const service = newService();
     started("ag-usage002");

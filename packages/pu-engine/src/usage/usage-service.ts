@@ -49,6 +49,8 @@ export class UsageService {
   private readonly records = new RecordFinder();
   /** Budgets of groups (and plans), by `root\0kind:id`. */
   private readonly ownerBudgets = new Map<string, { root: string; owner: UsageOwner; limit: BudgetLimit; spentAt?: string }>();
+  /** Agents whose new records were read outside the poll (read to the end on request): judged at the next poll all the same. */
+  private readonly readOutsidePoll = new Set<string>();
   /** Owners named before the agent's entry existed (its start is announced just after). */
   private readonly pendingOwners = new Map<string, UsageOwner>();
   private readonly unsubscribe: (() => void)[] = [];
@@ -225,7 +227,8 @@ export class UsageService {
         await this.store.persist(agent.root);
       }
     }
-    const changed = await this.readSources(agent, project, entry);
+    const readOutside = this.readOutsidePoll.delete(agent.agentId);
+    const changed = (await this.readSources(agent, project, entry)) || readOutside;
     // Asked as often as records are looked for: the orchestrators' answer is not free.
     if (!entry.owner && agent.discoveredAt === now) {
       const owner = this.ownerOf(agent.root, agent.agentId);
@@ -409,7 +412,8 @@ export class UsageService {
   private async readToEnd(project: ProjectUsage, agentId: string): Promise<AgentUsage | undefined> {
     const agent = this.tracked.get(agentId);
     const entry = project.file.agents[agentId];
-    if (agent && entry) await this.readSources(agent, project, entry);
+    // Its budget, its owner's and the status streams hear of what was read at the next poll, as if the poll had read it.
+    if (agent && entry && (await this.readSources(agent, project, entry))) this.readOutsidePoll.add(agentId);
     return entry;
   }
 

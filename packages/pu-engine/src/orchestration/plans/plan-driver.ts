@@ -51,14 +51,15 @@ export class PlanDriver extends PlanHostWorkers {
       const { session, tasks } = await readPlan(this.layout);
       const status = executionState(tasks);
       if (status.kind === "done" && inFlight.size === 0) return "done";
-      if (status.kind === "stuck" && inFlight.size === 0) {
-        await this.finish("FAILED", stuckReason(tasks));
-        return "stuck";
-      }
-      // A spent budget starts no further worker; the plan fails once the running ones settle.
+      // A spent budget starts no further worker; the plan fails once the running ones settle (for
+      // its budget, though the tasks it left failed make it stuck as well).
       const spent = await this.budgetSpent(planLimit(session.options));
       if (spent !== undefined && inFlight.size === 0) {
         await this.finish("FAILED", `the plan's budget is spent (${spent}): no further worker starts; its worktrees and ${planBranch(this.layout.sessionId)} keep what was done`);
+        return "stuck";
+      }
+      if (status.kind === "stuck" && inFlight.size === 0) {
+        await this.finish("FAILED", stuckReason(tasks));
         return "stuck";
       }
       const places = workerPlaces(session);
@@ -153,6 +154,7 @@ export class PlanDriver extends PlanHostWorkers {
       result = await role.firstTurn;
       for (let attempt = 0; ; attempt++) {
         this.check();
+        if (await this.failIfBudgetSpent(task.id, launched.agentId)) break;
         const problems = turnSucceeded(result) ? await this.taskProblems(worker, config) : [`the worker ${result.outcome === "exited" ? `exited (code ${result.exitCode ?? "?"})` : result.outcome}`];
         if (problems.length === 0) {
           await this.resolveTask(task.id, `resolved after ${attempt + 1} turn(s)`);

@@ -154,6 +154,7 @@ export abstract class PlanHostWorkers extends PlanPhases {
       await this.failTask(task.id, `on host ${host}: ${result.reason ?? `the worker ${result.state}`}`);
       return;
     }
+    if (await this.failIfBudgetSpent(task.id)) return;
     const branch = planBranch(this.layout.sessionId);
     if (member?.worktreeId) {
       try {
@@ -191,6 +192,17 @@ export abstract class PlanHostWorkers extends PlanPhases {
       if (t) t.status = "resolved";
       files.session.evidence_log.push(logEntry("task_resolved", { task_id: taskId, status: "resolved", summary }));
     });
+  }
+
+  /**
+   * A worker's turn that ended once the plan's budget was spent resolves nothing (it may have been
+   * cut short, and no fix turn may follow): its task fails saying so, its worktree keeps the work.
+   */
+  protected async failIfBudgetSpent(taskId: string, agentId?: string): Promise<boolean> {
+    const spent = await this.budgetSpentAsTurnEnds(agentId);
+    if (spent === undefined) return false;
+    await this.failTask(taskId, `not resolved: the plan's budget is spent (${spent}) as its worker's turn ended; its worktree keeps what was done`);
+    return true;
   }
 
   protected async failTask(taskId: string, reason: string): Promise<void> {

@@ -72,6 +72,8 @@ export interface PlanBudgets {
   ownerOver(root: string, owner: { kind: "plan"; id: string }, limit: PlanLimit): Promise<string | undefined>;
   /** The agent counted toward the plan; its turn interrupted, as a person would, once the plan's budget is spent. */
   limitOwner(root: string, owner: { kind: "plan"; id: string }, agentId: string, limit: PlanLimit): void;
+  /** An agent whose turn just ended: its records read to the end now, so what it spent is counted whole. */
+  finalFigures(root: string, agentId: string): Promise<unknown>;
 }
 
 type PlanLimit = { maxCost?: number | null; maxTokens?: number | null };
@@ -235,6 +237,18 @@ export abstract class PlanPhases {
   /** Why the plan's budget (`planLimit` of its options) lets nothing more run ("max $1, spent $1.02"); undefined while under it or without one. */
   protected async budgetSpent(limit: PlanLimit | undefined): Promise<string | undefined> {
     return limit ? this.budgets.ownerOver(this.root, { kind: "plan", id: this.layout.sessionId }, limit) : undefined;
+  }
+
+  /**
+   * Why the plan's budget is spent as a worker's turn ends (undefined while under it, or without
+   * one): a worker here has its records read to the end first, so its last answer counts (a host
+   * reads its own to the end when asked).
+   */
+  protected async budgetSpentAsTurnEnds(agentId: string | undefined): Promise<string | undefined> {
+    const limit = await this.limitOnDisk();
+    if (!limit) return undefined;
+    if (agentId) await this.budgets.finalFigures(this.root, agentId);
+    return this.budgetSpent(limit);
   }
 
   private async limitOnDisk(): Promise<PlanLimit | undefined> {
