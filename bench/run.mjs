@@ -550,6 +550,22 @@ what is left. \`BENCH_ONLY=throughput\` the same hour: 0.88× / 0.79× on 80-byt
 0.67× on 1 KiB lines (viewer / \`pu logs --follow\`), with the same hops without pu at 0.95× and
 0.81× in that run.
 
+**2026-11-27, a new stop: four knobs on the \`pu logs --follow\` path, none kept.** Two full
+\`BENCH_ONLY=throughput\` runs at the start of the stop: in the first (2 runs per figure) every
+ratio met 0.8× (0.87× / 0.82× on 80-byte lines, 0.92× / 0.87× on 1 KiB lines, viewer / \`pu logs
+--follow\`); in the second (3 runs) all but one did (0.88× / 0.85×, 0.88× / **0.76×**), with the
+same hops without pu at 1.00×. So the 1 KiB \`pu logs --follow\` figure is the one that still
+misses in some runs. Tried against it, each as interleaved floods of 200 MiB of 1 KiB lines
+through one daemon per variant to the real CLI (6–8 floods each, medians in MB/s): the CLI
+waiting for stdout only past 1 MiB unsent instead of at its 16 KiB mark (68.3 against 62.4 and
+67.3 for the shipped wait; a first, shorter run had read 81–83 against 72–74), smaller viewer
+batches (16 KiB: 68.8, 8 KiB: 67.8, shipped 64 KiB: 66.4), and the daemon started with
+\`--max-semi-space-size=64\` or \`--single-threaded-gc\` (64.0 and 62.0 against 63.8). All within the
+floods' own spread (45–83 MB/s for one variant in one series), so none was kept. A reader thread
+in the daemon (node-pty's fd read by a worker, batches posted to the main thread) was tried as a
+stand-alone prototype first and read slower than one thread (59–76 against 81–83 MB/s), so it
+was not built.
+
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
 wrapper carried a second copy). \`BENCH_ONLY=status\`, two runs of each, same hour, with → without:
