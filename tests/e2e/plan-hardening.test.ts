@@ -82,9 +82,13 @@ describe("plan sessions when something is wrong", { timeout: 240_000 }, () => {
   it("a blockedBy cycle made by hand is named in the failure and in pu plan status; a corrupt session.json is listed as unreadable", async () => {
     await scenario("cycle", { tasks: [task("a"), task("b", ["a"])] });
     const { sessionId } = await sb.puJson<PlanJson>(["plan", "start", "two files", "--plan-only", "--auto", "--skip-verify"]);
-    const planned = await waitFor("the plan", async () => {
+    // Edited only once pu is done with the plan (approved, stopped for --plan-only): an edit while it
+    // still reads the accepted tasks fails the session before `pu plan run`.
+    const planned = await waitFor("the plan approved and stopped", async () => {
       const plan = await status(sessionId);
-      return plan.tasks.length > 0 ? plan : undefined;
+      if (plan.tasks.length === 0) return undefined;
+      const evidence = await sb.puJson<EvidenceJson>(["plan", "evidence", sessionId]);
+      return evidence.evidenceLog.some((e) => e.type === "plan_approved") ? plan : undefined;
     }, 60_000);
     expect(planned.problems).toEqual([]);
     const taskFile = path.join(planned.dir, "tasks", "a.json");
