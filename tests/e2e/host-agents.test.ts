@@ -1089,7 +1089,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     expect(server.requests.filter((r) => r.command === "echo past-host-ticket-budget > hb.txt")).toEqual([]);
   });
 
-  it("a group on the host with a budget: once its members together have spent it, a member still working there is held at once (its next tool call never runs), though its own figures are far under", { timeout: 300_000, retry: 1 }, async () => {
+  it("a group on the host with a budget: once its members together have spent it, a member still working there is held at once (its next tool call never runs), though its own figures are far under, by a control plane SIGKILLed as the budget was spent", { timeout: 300_000, retry: 1 }, async () => {
     const server = await claudeTypeOnHost();
     await sb.ok(["trust"]);
     await sb.ok(["trust", "--on", "box"]);
@@ -1119,6 +1119,10 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
       const group = await sb.puJson<HostGroupJson>(["group", "status", started.groupId]).catch(() => undefined);
       for (const m of group?.members ?? []) if (m.worktreeId) await sb.pu(["clean", "--worktree", m.worktreeId, "--force"]);
     });
+    // The control plane is SIGKILLed as the answer that spends the budget is asked for, before it can
+    // know: the next one (started by the status below) follows the members again and holds the other.
+    await server.waitForRequest((r) => r.replyText === "spent the budget", 180_000);
+    await sb.sigkillDaemon();
     ended = await waitFor("the group to end", async () => {
       const group = await sb.puJson<HostGroupJson>(["group", "status", started.groupId]);
       return ["complete", "failed", "cancelled"].includes(group.phase) ? group : undefined;
@@ -1138,9 +1142,11 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const budget = ((await remoteAgent(held[0]!.agentId!)) as RemoteAgentJson & { budget?: { maxTokens?: number; exceededAt?: string } }).budget;
     expect(budget).toMatchObject({ exceededAt: expect.any(String) });
     expect(budget!.maxTokens).toBeLessThan(100);
-    // The control plane says so in its own log: one hold, of that agent, with the budget it gave and why.
-    const holds = readFileSync(path.join(sb.home, "daemon.log"), "utf8").split("\n").filter((l) => l.includes('"host_agent_held"')).map((l) => JSON.parse(l));
-    expect(holds).toEqual([expect.objectContaining({ host: "box", agentId: held[0]!.agentId, maxTokens: budget!.maxTokens, reason: expect.stringMatching(/max 1000 tokens, spent \d+ tokens/) })]);
+    // The control plane says so in its own log: the restarted one held that agent, with the budget it gave and why.
+    const log = readFileSync(path.join(sb.home, "daemon.log"), "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { event: string; pid: number });
+    const restartedPid = log.filter((l) => l.event === "start").at(-1)!.pid;
+    const holds = log.filter((l) => l.event === "host_agent_held" && (l as { agentId?: string }).agentId === held[0]!.agentId);
+    expect(holds).toEqual([expect.objectContaining({ pid: restartedPid, host: "box", maxTokens: budget!.maxTokens, reason: expect.stringMatching(/max 1000 tokens, spent \d+ tokens/) })]);
   });
 
   it("a plan's workers on the host with a budget: once they together have spent it, a worker still working there is held at once (its next tool call never runs), and the plan fails for its budget", { timeout: 300_000, retry: 1 }, async () => {
