@@ -386,13 +386,14 @@ describe("a budget", () => {
   }, 3 * TURN_TIMEOUT_MS);
 
   it("a plan's workers over its budget: a worker still working is interrupted (its next call never made), no worker's task is resolved once it is spent, and the plan fails saying why", async () => {
-    // Two workers at once (the real Claude Code); the other roles are the scripted plan role.
-    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 2\n");
+    // Two workers at once (the real Claude Code), with room to spare for agents the tests above left
+    // waiting (they hold queue slots); the other roles are the scripted plan role.
+    writeFileSync(path.join(sandbox.home, "config.yaml"), "queue:\n  maxParallel: 10\n");
     const waitALong = "touch started.txt && sleep 20 && sleep 20 && sleep 20";
     const scenario = path.join(sandbox.base, "plan-budget-scenario.json");
     writeFileSync(scenario, JSON.stringify({
       tasks: [
-        { id: "spend", subject: "spend the budget", description: "RUN: sleep 8 USAGE: in=550 out=50 SAY: spent the budget", blockedBy: [], criteria: ["spent"] },
+        { id: "spend", subject: "spend the budget", description: "RUN: sleep 20 USAGE: in=550 out=50 SAY: spent the budget", blockedBy: [], criteria: ["spent"] },
         { id: "long", subject: "work a long while", description: `RUN: ${waitALong} RUN: echo past-plan-budget > pw.txt SAY: unreachable`, blockedBy: [], criteria: ["never reached"] },
       ],
       slowMs: 100,
@@ -408,14 +409,15 @@ describe("a budget", () => {
     }, 3 * TURN_TIMEOUT_MS, 1000);
     const spentAt = server.requests.find((r) => r.replyText === "spent the budget")?.receivedAt;
     const sleepingSince = server.requests.find((r) => r.command === waitALong)?.receivedAt;
-    // The budget was spent while the other worker was in its 60 s tool call, which was cut short: its echo never asked for.
-    expect(spentAt! - sleepingSince!).toBeLessThan(50_000);
+    // The budget was spent while the other worker was in its 60 s tool call (started within the
+    // first's 20 s one), which was cut short: its echo never asked for.
+    const evidence = await sandbox.puJson<{ evidenceLog: { task_id?: string; type: string; summary?: string }[] }>(["plan", "evidence", started.sessionId]);
+    expect(spentAt! - sleepingSince!, JSON.stringify({ spentAt, sleepingSince, evidence })).toBeLessThan(50_000);
     expect(server.requests.filter((r) => r.command === "echo past-plan-budget > pw.txt")).toEqual([]);
     // The plan fails for its budget; neither task is resolved (both workers' turns ended with it spent), nothing merged.
     expect(ended.phase).toBe("FAILED");
     expect(ended.failure).toMatch(/^the plan's budget is spent \(max 1000 tokens, spent \d+ tokens/);
     expect(ended.tasks.map((t) => [t.id, t.status]).sort()).toEqual([["long", "failed"], ["spend", "failed"]]);
-    const evidence = await sandbox.puJson<{ evidenceLog: { task_id?: string; type: string; summary?: string }[] }>(["plan", "evidence", started.sessionId]);
     expect(evidence.evidenceLog.filter((e) => e.type === "task_failed").map((e) => e.task_id).sort()).toEqual(["long", "spend"]);
     for (const e of evidence.evidenceLog.filter((e) => e.type === "task_failed")) expect(e.summary).toMatch(/^not resolved: the plan's budget is spent \(max 1000 tokens, spent \d+ tokens.*\) as its worker's turn ended; its worktree keeps what was done$/);
     // The long worker's tool call did run (not held at a question): its worktree keeps its file.
