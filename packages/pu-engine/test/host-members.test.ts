@@ -77,17 +77,15 @@ describe("hostMemberResult", () => {
 describe("HostMembers.follow, while its owner's budget is spent", () => {
   /**
    * Two members of one group, each a group of one on host `box` (agents ag-a and ag-b), followed at
-   * once; the host reports them running until `ended` is set. What was asked of it is recorded.
+   * once; the host reports them running until `ended` is set. What was forwarded to it and logged is recorded.
    */
   function twoMembersOnAHost() {
-    const asked: { type: string; fields: Record<string, unknown> }[] = [];
     const forwarded: { type: string; fields: Record<string, unknown> }[] = [];
     const logged: { event: string; fields?: Record<string, unknown> }[] = [];
     let ended = false;
     const agentOf = (groupId: string) => (groupId === "g-a" ? "ag-a" : "ag-b");
     const links = {
       request: async (_host: unknown, type: string, fields: Record<string, unknown>) => {
-        asked.push({ type, fields });
         if (type === "group_status") return view(ended ? "complete" : "running", [member({ agentId: agentOf(fields.groupId as string), state: ended ? "done" : "running" })]);
         if (type === "usage") return { rows: (fields.agentIds as string[]).map((key) => ({ key, label: key, agents: 1, input: 10, output: 5, cacheRead: 0, cacheWrite: 0, reasoning: 0, calls: 1, costUsd: null })) };
         throw new Error(`unexpected request ${type}`);
@@ -104,7 +102,7 @@ describe("HostMembers.follow, while its owner's budget is spent", () => {
     } as unknown as RemoteAgentService;
     const hosts = { get: async (name: string) => ({ name, root: "/srv/pu" }) } as unknown as HostService;
     const log = { event: (event: string, fields?: Record<string, unknown>) => logged.push({ event, ...(fields ? { fields } : {}) }), close: () => undefined } as DaemonLog;
-    return { members: new HostMembers(hosts, links, remote, log), asked, forwarded, logged };
+    return { members: new HostMembers(hosts, links, remote, log), forwarded, logged };
   }
 
   it("one look at the group's total serves all its members on hosts; each is held at what it spent, and the hold is logged", async () => {

@@ -172,7 +172,7 @@ export class HostMembers {
       if (view && (TERMINAL_GROUP_PHASES as readonly string[]).includes(view.phase)) return view;
       if (member?.agentId && watch.spent && !held && Date.now() - lookedAt >= SPENT_LOOK_MS) {
         lookedAt = Date.now();
-        const why = await this.spentLook(projectRoot, watch);
+        const why = await this.spentLook(projectRoot, watch.owner, watch.spent);
         // Not held (the host did not answer): asked again at the next look.
         if (why !== undefined) held = await this.holdAtSpent(projectRoot, hostName, member.agentId, why).then(() => true, () => false);
       }
@@ -194,12 +194,12 @@ export class HostMembers {
   }
 
   /** Whether the watched member's owner is spent: one look per owner shared by its members (undefined also when it could not be told). */
-  private spentLook(projectRoot: string, watch: FollowWatch): Promise<string | undefined> {
-    const look = () => (watch.spent?.() ?? Promise.resolve(undefined)).catch(() => undefined);
-    if (watch.owner === undefined) return look();
+  private spentLook(projectRoot: string, owner: string | undefined, spent: () => Promise<string | undefined>): Promise<string | undefined> {
+    const look = () => spent().catch(() => undefined);
+    if (owner === undefined) return look();
     const now = Date.now();
     for (const [key, { at }] of this.spentLooks) if (now - at >= SPENT_LOOK_MS) this.spentLooks.delete(key);
-    const key = `${projectRoot}\0${watch.owner}`;
+    const key = `${projectRoot}\0${owner}`;
     let shared = this.spentLooks.get(key);
     if (!shared) this.spentLooks.set(key, (shared = { at: now, answer: look() }));
     return shared.answer;
