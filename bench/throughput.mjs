@@ -120,6 +120,43 @@ async function viaDaemon(daemon, ws, script) {
   }
 }
 
+/**
+ * The daemon with nothing attached: from Enter to the agent's exit (cat has then written its
+ * last byte into the PTY, and the daemon has read all but what the kernel still holds). Tells
+ * the daemon's own reading of the PTY from the delivery to a consumer.
+ */
+async function viaDaemonUnwatched(daemon, ws, script) {
+  const { agentId, agent } = await spawnAgent(daemon.client, { projectRoot: ws.project, root: true, command: script, cols: COLS, rows: ROWS });
+  try {
+    await sleep(SETTLE_MS);
+    const start = clock();
+    await daemon.client.request("input", { agentId, data: Buffer.from("\n") });
+    while (isAlive(agent.pid)) await sleep(2);
+    return { seconds: (clock() - start) / 1000 };
+  } finally {
+    if (isAlive(agent.pid)) await killOwned(agent.pid);
+    disown(agent.pid);
+  }
+}
+
+/**
+ * Runs `measure` beside a process of no concern to it that keeps a quarter of one core busy
+ * (1 ms of work every 4 ms): how much the PTY pipeline (cat, the kernel's tty worker, the
+ * reader) loses on this 2-core machine to CPU taken at moments it does not choose.
+ */
+async function besideQuarterCoreLoad(measure) {
+  const burn = "const s = new Int32Array(new SharedArrayBuffer(4)); for (;;) { const t = performance.now(); while (performance.now() - t < 1); Atomics.wait(s, 0, 0, 3); }";
+  const burner = spawn(process.execPath, ["-e", burn], { stdio: "ignore" });
+  own(burner.pid);
+  try {
+    await sleep(100);
+    return await measure();
+  } finally {
+    await killOwned(burner.pid);
+    disown(burner.pid);
+  }
+}
+
 /** The real CLI as the consumer: `pu logs --follow` writing to a pipe this process drains. */
 async function viaCliFollow(daemon, ws, script) {
   const { agentId, agent } = await spawnAgent(daemon.client, { projectRoot: ws.project, root: true, command: script, cols: COLS, rows: ROWS });
@@ -304,8 +341,8 @@ async function runShape(shape, { runs, megabytes }) {
     daemon = await startDaemon(ws.home);
     await daemon.client.request("init", { projectRoot: ws.project });
 
-    const rates = { direct: [], pu: [], cli: [], tmux: [], relay: [], relayForward: [] };
-    const bytesSeen = { direct: [], pu: [], cli: [], tmux: [], relay: [], relayForward: [] };
+    const rates = { direct: [], pu: [], cli: [], tmux: [], relay: [], relayForward: [], loaded: [], unwatched: [] };
+    const bytesSeen = { direct: [], pu: [], cli: [], tmux: [], relay: [], relayForward: [], loaded: [] };
     const skippedBytes = [];
     const daemonCpu = [];
     const cpuSplit = [];
@@ -319,10 +356,13 @@ async function runShape(shape, { runs, megabytes }) {
       const t = await viaTmux(ws.dir, script, r);
       const relay = await viaRelayedPty(ws.project, script, { forward: false });
       const relayForward = await viaRelayedPty(ws.project, script, { forward: true });
-      for (const [k, v] of Object.entries({ direct: d, pu: p, cli: c, tmux: t, relay, relayForward })) {
+      const loaded = await besideQuarterCoreLoad(() => viaDirectPty(pty, ws.project, script));
+      const unwatched = await viaDaemonUnwatched(daemon, ws, script);
+      for (const [k, v] of Object.entries({ direct: d, pu: p, cli: c, tmux: t, relay, relayForward, loaded })) {
         rates[k].push(v.bytes / v.seconds / 1e6);
         bytesSeen[k].push(v.bytes);
       }
+      rates.unwatched.push(fileBytes / unwatched.seconds / 1e6);
       skippedBytes.push(p.skipped);
       daemonCpu.push(p.daemonCpu);
     }
@@ -334,10 +374,12 @@ async function runShape(shape, { runs, megabytes }) {
     const cliRatio = cli.median / direct.median;
     const relay = summarize(rates.relay);
     const relayForward = summarize(rates.relayForward);
+    const loaded = summarize(rates.loaded);
+    const unwatched = summarize(rates.unwatched);
     const note =
       `${fileBytes} bytes in the file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, pu logs --follow ${bytesSeen.cli.join("/")}, ` +
       `direct ${bytesSeen.direct.join("/")}, tmux ${bytesSeen.tmux.join("/")}, ` +
-      `relays ${bytesSeen.relay.join("/")} and ${bytesSeen.relayForward.join("/")}; ` +
+      `relays ${bytesSeen.relay.join("/")} and ${bytesSeen.relayForward.join("/")}, direct beside a load ${bytesSeen.loaded.join("/")}; ` +
       `bytes the pu viewer skipped (fell behind the ring): ${skippedBytes.join("/")}; ` +
       `daemon CPU per run (screen model included): ${daemonCpu.map((c) => `${c.toFixed(2)} s`).join("/")}; ` +
       `CPU per run, of 2 cores × wall time: ${cpuSplit.map(({ direct, pu }) => `direct ${direct.machine.toFixed(2)}/${direct.available.toFixed(2)} s (reader ${direct.reader.toFixed(2)}), pu ${pu.machine.toFixed(2)}/${pu.available.toFixed(2)} s (daemon ${pu.daemon.toFixed(2)}, viewer ${pu.reader.toFixed(2)})`).join("; ")}`;
@@ -376,6 +418,24 @@ async function runShape(shape, { runs, megabytes }) {
         reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
         ratio: relayForward.median / direct.median,
         notes: `what two extra processes and pipes cost on this machine; one extra process: ${relay.median.toFixed(1)} MB/s (${(relay.median / direct.median).toFixed(2)}×)`,
+      }),
+      figure({
+        id: `throughput.daemon_unwatched${shape.id}`,
+        name: `Output throughput (${shape.name}): same cat via daemon with nothing attached (Enter → the agent's exit)`,
+        unit: "MB/s",
+        value: unwatched,
+        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
+        ratio: unwatched.median / direct.median,
+        notes: "the daemon's own reading of the PTY (ring, screen model, activity) without a consumer: the file's bytes over the time to the exit",
+      }),
+      figure({
+        id: `throughput.direct_beside_load${shape.id}`,
+        name: `Output throughput (${shape.name}): node-pty read directly beside an unrelated process using a quarter of one core`,
+        unit: "MB/s",
+        value: loaded,
+        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
+        ratio: loaded.median / direct.median,
+        notes: "1 ms of busy work every 4 ms in a process of its own: what CPU taken at moments the PTY pipeline does not choose costs it on this machine",
       }),
       figure({
         id: `throughput.tmux${shape.id}`,
