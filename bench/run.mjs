@@ -600,6 +600,25 @@ step with each read. What is left of the target is in that delivery, and it is w
 machine's own noise moves: the same measurement read 63 and 85 MB/s in one run. Nothing was changed
 in the daemon or the CLI for this.
 
+**This run (352650f) against the last full run (9a9aca0).** The changes in between are budgets over
+a plan's or a group's workers (here and on hosts), the usage poll judging records read outside it,
+one spent look per owner on hosts, and the two throughput references above. Within run-to-run
+spread: keystrokes, spawn 100 (1,719 → 1,594 ms), idle CPU, RSS, the screen models, \`pu dash\`, the
+real agents' turns, plans per task (1.00× → 0.99×), groups (CPU per member 138 → 122 ms), the
+queue (199 → 212 tickets/min, 133 → 109 ms of CPU per ticket), IPC (0.73× → 0.75×), usage (1.07 %
+of a core with 30 growing records, 220 ms for \`pu usage\` over 10,000 agents), web (its idle CPU
+read 0.4 % in one 10 s window against 0.1 %; it read 0.4–0.5 % before that), hosts (the host
+throughput back at 46.5 MiB/s from 34.1). Throughput: on 80-byte lines 0.85× / 0.82× (viewer /
+\`pu logs --follow\`; 0.77× / 0.81× last time), on 1 KiB lines 0.81× / **0.71×** (0.65× / 0.64×),
+with direct node-pty at 98.7 MB/s against 114. In the same run the daemon with nothing attached
+read 0.95× / 1.06× of direct and the direct reader beside a quarter-core load 0.73× / 0.80×: the
+1 KiB \`pu logs --follow\` figure is the one that still misses, as in the paragraph above. \`pu
+status\` warm: 75.1 ms (\`--json\`) and 75.2 ms (the table) against 76.5 and 82.8, while \`node -e 0\`
+read 61.4 ms against 68.3, so both ratios read 1.22×, over the table's 1.2× by about a
+millisecond. Worse beyond what we can call spread, and not explained: \`pu status --json\` cold
+(the CLI starting the daemon), 561 → 692 ms; this run's five samples fall in two groups, 567–571
+and 692–748 ms, against 523–620 last time.
+
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
 wrapper carried a second copy). \`BENCH_ONLY=status\`, two runs of each, same hour, with → without:
