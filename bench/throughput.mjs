@@ -376,6 +376,9 @@ async function runShape(shape, { runs, megabytes }) {
     const relayForward = summarize(rates.relayForward);
     const loaded = summarize(rates.loaded);
     const unwatched = summarize(rates.unwatched);
+    /** A figure with no target of its own, beside the direct reader of the same run. */
+    const besideDirect = (id, name, value, notes) =>
+      figure({ id: `throughput.${id}${shape.id}`, name: `Output throughput (${shape.name}): ${name}`, unit: "MB/s", value, reference: { name: "node-pty read directly", unit: "MB/s", ...direct }, ratio: value.median / direct.median, notes });
     const note =
       `${fileBytes} bytes in the file; bytes delivered per run: pu ${bytesSeen.pu.join("/")}, pu logs --follow ${bytesSeen.cli.join("/")}, ` +
       `direct ${bytesSeen.direct.join("/")}, tmux ${bytesSeen.tmux.join("/")}, ` +
@@ -410,42 +413,10 @@ async function runShape(shape, { runs, megabytes }) {
           `${relayForward.median.toFixed(1)} MB/s (${(relayForward.median / direct.median).toFixed(2)}× direct; pu logs --follow is ${(cli.median / relayForward.median).toFixed(2)}× of it); ` +
           `one hop (node-pty in its own process → pipe): ${relay.median.toFixed(1)} MB/s (${(relay.median / direct.median).toFixed(2)}× direct)`,
       }),
-      figure({
-        id: `throughput.relay_vs_direct${shape.id}`,
-        name: `Output throughput (${shape.name}): same cat with no pu, the same hops as pu logs --follow (node-pty in one process → pipe → Node copy → pipe)`,
-        unit: "MB/s",
-        value: relayForward,
-        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
-        ratio: relayForward.median / direct.median,
-        notes: `what two extra processes and pipes cost on this machine; one extra process: ${relay.median.toFixed(1)} MB/s (${(relay.median / direct.median).toFixed(2)}×)`,
-      }),
-      figure({
-        id: `throughput.daemon_unwatched${shape.id}`,
-        name: `Output throughput (${shape.name}): same cat via daemon with nothing attached (Enter → the agent's exit)`,
-        unit: "MB/s",
-        value: unwatched,
-        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
-        ratio: unwatched.median / direct.median,
-        notes: "the daemon's own reading of the PTY (ring, screen model, activity) without a consumer: the file's bytes over the time to the exit",
-      }),
-      figure({
-        id: `throughput.direct_beside_load${shape.id}`,
-        name: `Output throughput (${shape.name}): node-pty read directly beside an unrelated process using a quarter of one core`,
-        unit: "MB/s",
-        value: loaded,
-        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
-        ratio: loaded.median / direct.median,
-        notes: "1 ms of busy work every 4 ms in a process of its own: what CPU taken at moments the PTY pipeline does not choose costs it on this machine",
-      }),
-      figure({
-        id: `throughput.tmux${shape.id}`,
-        name: `Output throughput (${shape.name}): same cat with tmux as host (pipe-pane -O → byte counter)`,
-        unit: "MB/s",
-        value: tm,
-        reference: { name: "node-pty read directly", unit: "MB/s", ...direct },
-        ratio: tm.median / direct.median,
-        notes: `pu / tmux = ${(pu.median / tm.median).toFixed(2)}×`,
-      }),
+      besideDirect("relay_vs_direct", "same cat with no pu, the same hops as pu logs --follow (node-pty in one process → pipe → Node copy → pipe)", relayForward, `what two extra processes and pipes cost on this machine; one extra process: ${relay.median.toFixed(1)} MB/s (${(relay.median / direct.median).toFixed(2)}×)`),
+      besideDirect("daemon_unwatched", "same cat via daemon with nothing attached (Enter → the agent's exit)", unwatched, "the daemon's own reading of the PTY (ring, screen model, activity) without a consumer: the file's bytes over the time to the exit"),
+      besideDirect("direct_beside_load", "node-pty read directly beside an unrelated process using a quarter of one core", loaded, "1 ms of busy work every 4 ms in a process of its own: what CPU taken at moments the PTY pipeline does not choose costs it on this machine"),
+      besideDirect("tmux", "same cat with tmux as host (pipe-pane -O → byte counter)", tm, `pu / tmux = ${(pu.median / tm.median).toFixed(2)}×`),
     ];
   } finally {
     await daemon?.stop();
