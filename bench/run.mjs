@@ -619,6 +619,16 @@ millisecond. Worse beyond what we can call spread, and not explained: \`pu statu
 (the CLI starting the daemon), 561 → 692 ms; this run's five samples fall in two groups, 567–571
 and 692–748 ms, against 523–620 last time.
 
+**The cold start, explained and cut.** The daemon's log against the CLI's start put the daemon's
+first line 460–610 ms after the CLI began: Node 20's ES module loader spent 360–440 ms loading the
+≈ 190 modules of the engine, pu-core and pu-ipc (and their dependencies) one file at a time, and
+\`pu status --json\` cold waits for all of it. The daemon now runs as one bundled file
+(\`packages/pu-engine/build.mjs\`, docs/ARCHITECTURE.md's start-up path), which imports in
+≈ 150 ms. From spawning the daemon to its \`listening\` line, 8 starts each, in two interleaved
+rounds: 473–578 ms module by module against 248–338 ms bundled. \`BENCH_ONLY=status\` twice after
+it, in a noisier hour (\`node -e 0\` at 77–87 ms): cold 507 ms (450–522) and 498 ms (463–533), 5.9×
+and 6.5× of \`node -e 0\`, against 692 ms (11.3×) in the full run above.
+
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
 wrapper carried a second copy). \`BENCH_ONLY=status\`, two runs of each, same hour, with → without:

@@ -1242,8 +1242,10 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   });
 
   it("a host running a pu of another protocol is refused in one line naming both versions and pu host install", async () => {
-    // The host's installed daemon changed to speak protocol 2 (as a newer pu's would), and restarted.
-    const copies = execFileSync("sh", ["-c", 'grep -rl --include="protocol.js" "PROTOCOL_VERSION = 1;" "$1/prefix" || true', "sh", root], { encoding: "utf8" }).split("\n").filter(Boolean);
+    // The host's installed daemon changed to speak protocol 2 (as a newer pu's would), and restarted:
+    // pu-ipc's module and the daemon's bundle, which carries its own copy.
+    const copies = execFileSync("sh", ["-c", 'grep -rl --include="protocol.js" --include="pu-engine.mjs" "PROTOCOL_VERSION = 1;" "$1/prefix" || true', "sh", root], { encoding: "utf8" }).split("\n").filter(Boolean);
+    expect(copies.some((file) => file.endsWith("pu-engine.mjs"))).toBe(true);
     expect(copies.length).toBeGreaterThan(0);
     for (const file of copies) writeFileSync(file, readFileSync(file, "utf8").replace("PROTOCOL_VERSION = 1;", "PROTOCOL_VERSION = 2;"));
     const hostDaemon = Number(readFileSync(`${root}/home/daemon.pid`, "utf8").trim());
