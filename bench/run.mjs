@@ -627,7 +627,12 @@ first line 460–610 ms after the CLI began: Node 20's ES module loader spent 36
 ≈ 150 ms. From spawning the daemon to its \`listening\` line, 8 starts each, in two interleaved
 rounds: 473–578 ms module by module against 248–338 ms bundled. \`BENCH_ONLY=status\` twice after
 it, in a noisier hour (\`node -e 0\` at 77–87 ms): cold 507 ms (450–522) and 498 ms (463–533), 5.9×
-and 6.5× of \`node -e 0\`, against 692 ms (11.3×) in the full run above.
+and 6.5× of \`node -e 0\`, against 692 ms (11.3×) in the full run above. The bundle also moved the empty daemon's
+memory (\`BENCH_ONLY=agents\` after it): RSS with 0 agents 75.6 MiB (74.9–82.1) against 102 MiB in the
+full run (a daemon started alone, 2 s after it listens, 3 each: 73.5–74.1 MiB bundled against
+99.0–104.6 MiB module by module), with 100 agents 151 MiB (145–153) against 148, so that figure's ratio reads 2.00×
+against 1.45× only because its reference fell; spawn 100, idle CPU and the status reply stayed
+within spread (1,681 ms, 0.6 % of a core, 4.8 ms).
 
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
