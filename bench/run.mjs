@@ -634,6 +634,28 @@ full run (a daemon started alone, 2 s after it listens, 3 each: 73.5–74.1 MiB 
 against 1.45× only because its reference fell; spawn 100, idle CPU and the status reply stayed
 within spread (1,681 ms, 0.6 % of a core, 4.8 ms).
 
+**2026-11-27, another stop: the machine is mostly idle during a flood.** A system-wide \`perf
+record -a\` over 40 s of floods of 1 KiB lines (direct node-pty and \`pu logs --follow\` in turn,
+200 MiB each): the idle task took 67 % of the samples, the daemon 10 %, the \`cat\`s 6 %, the
+kernel's tty workers 6 %, each CLI 1.3–1.6 % and the bench process (the direct reader, and the
+reader of the CLI's pipe) 4 %. In the daemon, \`queue_work_on\` and the
+interrupt-restore that follows it (the tty read waking its worker) were 6.3 of its 10 points; the
+socket writes and the frames did not reach 0.1 % each. So the two cores are not full: the flood is
+bound by the round trip of each 4 KiB through \`cat\`, the tty worker and the reader, and every other
+process that wakes on a core (the CLI, the process reading its pipe) can stand in that round
+trip's way. Three more things were tried against it, interleaved against the shipped daemon
+(1 KiB lines, 200 MiB, 4–6 floods each, ratios of a direct reader in the same run): every PTY read
+sent to the viewer at once, unbatched (two series: viewer 0.82× against 0.82× and 0.99× batched,
+\`pu logs --follow\` 0.76× and 0.83× against 0.80× and 0.90×: the batches stay);
+batches of 256 KiB every 16 ms instead of 64 KiB every 4 ms (\`pu logs --follow\` 0.78× against
+0.74×, within the spread); and the CLI run under \`nice\` (10 and 19: 0.76× and 0.85× against 0.71×
+and 0.72×; 2 and 5: no change). The last is not kept. This machine has \`sched_autogroup_enabled\`
+on, as desktop Linux does: the agent (node-pty starts it in a session of its own), the daemon (its
+own session) and the follower (its caller's) are each scheduled as a group, so the follower's
+priority mostly trades against its own caller's; and a follower that gives way under load is one
+that falls behind the ring, which a person sees as skipped bytes. Nothing was changed in the
+daemon or the CLI for this either.
+
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
 wrapper carried a second copy). \`BENCH_ONLY=status\`, two runs of each, same hour, with → without:
