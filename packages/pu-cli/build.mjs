@@ -19,11 +19,12 @@
 // took the CLI's own CPU time over `node -e 0` from ~16-18 ms to ~12 ms (child rusage, medians
 // of 50 interleaved runs).
 import { spawnSync } from "node:child_process";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { writeBundleWitnesses } from "../../scripts/bundle-witnesses.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const bundlePath = path.join(here, "dist", "pu.cjs");
@@ -195,17 +196,8 @@ await build({
   logLevel: "warning",
 });
 
-// Files whose being newer than the bundle means it is stale; bin/pu checks them at start-up
-// (one stat each) and then runs the module-by-module tsc output instead. tsc rewrites every
-// file it emits, so one file per package is enough: this package's dist/cli.js (`tsc` run
-// alone after an edit) and one dist file of each bundled workspace package (rebuilt without
-// this one).
-const witnesses = new Map([["pu-cli", path.join(here, "dist", "cli.js")]]);
-for (const input of Object.keys(metafile.inputs)) {
-  const m = /^\.\.\/(pu-[^/]+)\/dist\/.+\.js$/.exec(input);
-  if (m && !witnesses.has(m[1])) witnesses.set(m[1], path.join(here, input));
-}
-writeFileSync(inputsPath, [...witnesses.values()].map((file) => path.relative(path.dirname(bundlePath), file)).join("\n") + "\n");
+// What bin/pu compares the bundle with at start-up (scripts/bundle-witnesses.mjs).
+writeBundleWitnesses(bundlePath, "pu-cli", path.join(here, "dist", "cli.js"), metafile);
 
 // V8's code cache for the bundle, made after a whole `pu status --json` (the command pu's
 // benchmark and scripts poll) and a `pu status` (the table people read) against a stand-in daemon: pu-ipc's own server, answering hello

@@ -9,11 +9,11 @@
 // Left out of the bundle: node-pty and better-sqlite3 (native bindings, found beside their own
 // package), and @pydantic/genai-prices (a large price table, imported only when a cost is first
 // asked for).
-import { writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { writeBundleWitnesses } from "../../scripts/bundle-witnesses.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const engineDist = path.join(here, "dist");
@@ -81,14 +81,6 @@ const { metafile } = await build({
   logLevel: "warning",
 });
 
-// Files whose being newer than the bundle means it is stale (`tsc` run alone after an edit, or a
-// workspace package rebuilt without this one): bin/pu-engine then runs dist/daemon.js, module by
-// module. tsc rewrites every file it emits, so one file per package is enough. A witness that
-// is not there (an installed copy, laid out differently) does not count against the bundle.
-const witnesses = new Map([["pu-engine", path.join(engineDist, "daemon.js")]]);
-for (const input of Object.keys(metafile.inputs)) {
-  const file = path.resolve(input);
-  const m = /[/\\]packages[/\\](pu-[^/\\]+)[/\\]dist[/\\].+\.js$/.exec(file);
-  if (m && !witnesses.has(m[1])) witnesses.set(m[1], file);
-}
-writeFileSync(`${bundlePath}.inputs`, [...witnesses.values()].map((file) => toUrlPath(path.relative(engineDist, file))).join("\n") + "\n");
+// What bin/pu-engine compares the bundle with at start-up (scripts/bundle-witnesses.mjs). A
+// witness that is not there (an installed copy, laid out differently) does not count against it.
+writeBundleWitnesses(bundlePath, "pu-engine", path.join(engineDist, "daemon.js"), metafile);
