@@ -12,13 +12,13 @@ const WORKSPACE_DIST_FILE = /[/\\]packages[/\\](pu-[^/\\]+)[/\\]dist[/\\].+\.js$
 /**
  * Writes `${bundlePath}.inputs`: `ownEntry` (the bundling package's entry in dist/, named by
  * `ownPackage`) and the first dist file of each other workspace package in esbuild's metafile,
- * one per line, relative to the bundle's folder with forward slashes. Metafile paths are relative
- * to esbuild's working directory, the process's (neither build sets `absWorkingDir`).
+ * one per line, relative to the bundle's folder with forward slashes. `workingDir` is the build's
+ * `absWorkingDir`, which the metafile's paths are relative to.
  */
-export function writeBundleWitnesses(bundlePath, ownPackage, ownEntry, metafile) {
+export function writeBundleWitnesses(bundlePath, ownPackage, ownEntry, metafile, workingDir) {
   const witnesses = new Map([[ownPackage, ownEntry]]);
   for (const input of Object.keys(metafile.inputs)) {
-    const file = path.resolve(input);
+    const file = path.resolve(workingDir, input);
     const m = WORKSPACE_DIST_FILE.exec(file);
     if (m && !witnesses.has(m[1])) witnesses.set(m[1], file);
   }

@@ -197,7 +197,7 @@ await build({
 });
 
 // What bin/pu compares the bundle with at start-up (scripts/bundle-witnesses.mjs).
-writeBundleWitnesses(bundlePath, "pu-cli", path.join(here, "dist", "cli.js"), metafile);
+writeBundleWitnesses(bundlePath, "pu-cli", path.join(here, "dist", "cli.js"), metafile, here);
 
 // V8's code cache for the bundle, made after a whole `pu status --json` (the command pu's
 // benchmark and scripts poll) and a `pu status` (the table people read) against a stand-in daemon: pu-ipc's own server, answering hello

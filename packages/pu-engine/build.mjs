@@ -59,6 +59,7 @@ function toUrlPath(relative) {
 
 const bundlePath = path.join(engineDist, "pu-engine.mjs");
 const { metafile } = await build({
+  absWorkingDir: here,
   entryPoints: [path.join(engineDist, "daemon.js")],
   outfile: bundlePath,
   metafile: true,
@@ -83,4 +84,4 @@ const { metafile } = await build({
 
 // What bin/pu-engine compares the bundle with at start-up (scripts/bundle-witnesses.mjs). A
 // witness that is not there (an installed copy, laid out differently) does not count against it.
-writeBundleWitnesses(bundlePath, "pu-engine", path.join(engineDist, "daemon.js"), metafile);
+writeBundleWitnesses(bundlePath, "pu-engine", path.join(engineDist, "daemon.js"), metafile, here);
