@@ -158,6 +158,7 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const packed = mkdtempSync(path.join(os.tmpdir(), "pu-e2e-host-agents-packed-"));
     await packAll(packed);
     const installed = await sb.pu(["host", "install", "box", "--packed", packed], { timeoutMs: 600_000 });
+    rmSync(packed, { recursive: true, force: true });
     if (installed.code !== 0) throw new Error(`pu host install: ${installed.stderr}`);
     await sb.ok(["init"]);
     // An env file (not in git): sent along with each agent placed on a host.
@@ -1244,8 +1245,8 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
   it("a host running a pu of another protocol is refused in one line naming both versions and pu host install", async () => {
     // The host's installed daemon changed to speak protocol 2 (as a newer pu's would), and restarted:
     // pu-ipc's module and the daemon's bundle, which carries its own copy.
-    const copies = execFileSync("sh", ["-c", 'grep -rl --include="protocol.js" --include="pu-engine.mjs" "PROTOCOL_VERSION = 1;" "$1/prefix" || true', "sh", root], { encoding: "utf8" }).split("\n").filter(Boolean);
-    expect(copies.some((file) => file.endsWith("pu-engine.mjs"))).toBe(true);
+    const copies = execFileSync("sh", ["-c", 'grep -rl --include="protocol.js" --include="pu-engine.cjs" "PROTOCOL_VERSION = 1;" "$1/prefix" || true', "sh", root], { encoding: "utf8" }).split("\n").filter(Boolean);
+    expect(copies.some((file) => file.endsWith("pu-engine.cjs"))).toBe(true);
     expect(copies.length).toBeGreaterThan(0);
     for (const file of copies) writeFileSync(file, readFileSync(file, "utf8").replace("PROTOCOL_VERSION = 1;", "PROTOCOL_VERSION = 2;"));
     const hostDaemon = Number(readFileSync(`${root}/home/daemon.pid`, "utf8").trim());
