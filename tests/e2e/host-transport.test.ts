@@ -5,14 +5,14 @@
 // (before and after), `install` (this pu's tarballs, installed by the host's npm under its
 // root: the host runs its own copy, never this checkout's files), then the transport itself.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Duplex } from "node:stream";
 import { remoteCommandLine } from "@pu/core/remote-argv";
 import { connectClientOverStream } from "@pu/ipc/client";
 import type { HostCheck } from "@pu/ipc/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from "vitest";
 import { PuSandbox } from "../helpers/pu-sandbox.js";
 import { sshdMissing, startSshHost, type SshHost } from "../helpers/sshd.js";
 import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
@@ -109,6 +109,7 @@ describe.skipIf(missing !== undefined)("hosts over ssh and exec: pu host add / c
 
   it("pu host install ships this pu's tarballs over ssh, installs them with the host's npm under its root, and the host is ready", async () => {
     const packed = mkdtempSync(path.join(os.tmpdir(), "pu-e2e-host-packed-"));
+    onTestFinished(() => rmSync(packed, { recursive: true, force: true }));
     await packAll(packed);
     const run = await sb.pu(["host", "install", "box", "--packed", packed, "--json"], { timeoutMs: 600_000 });
     expect(run.code, run.stderr).toBe(0);

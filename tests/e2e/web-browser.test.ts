@@ -3,7 +3,7 @@
 // without the page freezing, merges from the diff view, approves a review on the queue board,
 // picks a group's winner, approves a plan from its graph, and is notified when an agent waits.
 // Every view is photographed at a laptop's and a phone's width; the phone's must not scroll sideways.
-import { mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
@@ -72,6 +72,8 @@ describe.skipIf(!browserFound.path)("pu web in Chromium", { timeout: 300_000 }, 
   afterAll(async () => {
     for (const context of contexts) await context.close().catch(() => undefined);
     await browser?.close();
+    // PU_WEB_SHOTS keeps copies for a person to look at; these are the test's own.
+    if (shots) rmSync(shots, { recursive: true, force: true });
     const leftovers = await sb.teardown();
     expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
   }, 60_000);

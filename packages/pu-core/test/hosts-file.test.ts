@@ -1,10 +1,10 @@
 // Where a project lives on a host, how git reaches it through the host's transport, and what the
 // control plane's records and status words say about agents placed there.
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { isPuError } from "../src/errors.js";
 import { hostDaemonArgv, hostGitUrl, hostMirrorPath, newHostRecord, sshControlArgv, transportArgv } from "../src/hosts-file.js";
 import { parseRemoteProjectsFile } from "../src/remote-projects-file.js";
@@ -54,6 +54,7 @@ describe("transportArgv with connection sharing", () => {
 describe("hostGitUrl", () => {
   it("reaches `git upload-pack MIRROR` through the transport with every word intact, spaces and % included (read back by git itself)", () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "pu-ext-"));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const record = path.join(dir, "argv");
     // An exec transport that records the argv git's ext helper ran it with, then fails.
     const host = newHostRecord({ name: "rec", transport: { kind: "exec", command: ["/bin/sh", "-c", 'printf "%s\\n" "$@" > "$0"; exit 1', record] }, root: "/srv/pu" }, new Date());

@@ -1,10 +1,10 @@
 // What crosses a transport to a host's shell comes out as the same argv: checked by handing
 // the quoted line to a real /bin/sh and reading back each argument it received.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { remoteCommandLine } from "../src/remote-argv.js";
 
 /** The argv /bin/sh hands to a program when it reads `line`. */
@@ -14,7 +14,9 @@ function argvThroughShell(line: string): string[] {
 }
 
 describe("remoteCommandLine", () => {
-  const marker = path.join(mkdtempSync(path.join(os.tmpdir(), "pu-argv-")), "pwned");
+  const markerDir = mkdtempSync(path.join(os.tmpdir(), "pu-argv-"));
+  const marker = path.join(markerDir, "pwned");
+  afterAll(() => rmSync(markerDir, { recursive: true, force: true }));
   const hostile = [
     "plain",
     "two words",
