@@ -656,6 +656,23 @@ priority mostly trades against its own caller's; and a follower that gives way u
 that falls behind the ring, which a person sees as skipped bytes. Nothing was changed in the
 daemon or the CLI for this either.
 
+**2026-11-27, the daemon's code cache.** A CPU profile of importing the daemon's ES module bundle
+(182–198 ms in that hour, without starting the daemon) put ≈ 56 ms in Node's compiling of the
+module, ≈ 27 ms in zod building the schemas, 12 ms in xterm's headless terminal and 10 ms in
+garbage collection. Node 20 keeps no code cache for ES modules, so the bundle is now one CommonJS
+function that \`bin/pu-engine\` runs through \`vm.Script\` with V8's cache, as \`bin/pu\` does for the
+CLI (docs/ARCHITECTURE.md, pu-engine's start-up path). Loaded alone, three times each: the same
+code as a plain script 131–142 ms, with its cache 73–77 ms, the ES module 133–159 ms. V8 refuses
+a cache made under other flags than the process's (the daemon's \`--min-semi-space-size\` and
+\`--initial-old-space-size\` count), so \`build.mjs\` makes it in a Node started with the daemon's
+flags. From spawning the daemon to its \`listening\` line, 10 starts each, interleaved: 217–228 ms
+(median 224) as the ES module, 156–169 ms (median 162) with the cache. \`BENCH_ONLY=status\` after
+it: \`pu status --json\` cold 310 ms (306–344), 5.04× of \`node -e 0\` (61.4 ms), against 405 ms
+(6.10×, \`node -e 0\` at 66.3 ms) at the start of the stop; warm \`pu status\` unchanged (74.8 and
+75.6 ms, 1.22× and 1.23×). The host protocol-skew test, which edits the installed bundle to the
+same length, found that V8 matches a cache to its source by length alone: the edited daemon ran
+the cache's code. Both bins now leave a cache unused when it is older than its bundle.
+
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
 wrapper carried a second copy). \`BENCH_ONLY=status\`, two runs of each, same hour, with → without:
