@@ -65,7 +65,8 @@ function toUrlPath(relative) {
 
 const bundlePath = path.join(engineDist, "pu-engine.cjs");
 const cachePath = `${bundlePath}.cache`;
-// A cache left from an earlier bundle would only be rejected, but a failed build leaves none.
+// No cache of an earlier bundle outlives it (V8 compares a cache with its source's length only),
+// and no file of the ES module bundle this one replaced is left behind.
 for (const file of [cachePath, `${bundlePath}.inputs`, path.join(engineDist, "pu-engine.mjs"), path.join(engineDist, "pu-engine.mjs.inputs")]) {
   rmSync(file, { force: true });
 }
