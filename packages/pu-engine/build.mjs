@@ -44,7 +44,7 @@ function ownModuleUrls() {
         if (isInside(engineDist, args.path)) {
           own = `new URL(${JSON.stringify(`./${toUrlPath(path.relative(engineDist, args.path))}`)}, __puBundleUrl).href`;
         } else if (isInside(coreDist, args.path)) {
-          own = `new URL(${JSON.stringify(`./${toUrlPath(path.relative(coreDist, args.path))}`)}, __puCoreUrl()).href`;
+          own = `new URL(${JSON.stringify(`./${toUrlPath(path.relative(coreDist, args.path))}`)}, __puCoreUrl).href`;
         } else {
           throw new Error(`${args.path} uses import.meta.url and is neither the engine's nor pu-core's: say here where it lives`);
         }
@@ -90,7 +90,7 @@ const { metafile, warnings } = await build({
     js: [
       '(function (exports, require, module, __filename, __dirname) {"use strict";',
       'const __puBundleUrl = require("node:url").pathToFileURL(__filename).href;',
-      'const __puCoreUrl = () => require("node:url").pathToFileURL(require.resolve("@pu/core/errors")).href;',
+      'const __puCoreUrl = require("node:url").pathToFileURL(require.resolve("@pu/core/errors")).href;',
     ].join("\n"),
   },
   footer: { js: "})" },
