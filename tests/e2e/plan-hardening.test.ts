@@ -1,9 +1,10 @@
 // Plan sessions where something is wrong, through the real `pu` binary and daemon with the
 // scripted role agents (tests/fixtures/plan-role.mjs): a role's program that is not installed
 // (refused up front), a blockedBy cycle made by hand (named in the failure and in status), a
-// corrupt session.json (listed as unreadable), cancel (no task left in progress), and a COMPLETE
+// corrupt session.json (listed as unreadable), a daemon stopped while it wrote the accepted
+// tasks (settled from the proposals on restart), cancel (no task left in progress), and a COMPLETE
 // plan merged by `pu plan merge` with the refusals of `pu merge`.
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PuSandbox, REPO_ROOT } from "../helpers/pu-sandbox.js";
@@ -112,6 +113,43 @@ describe("plan sessions when something is wrong", { timeout: 240_000 }, () => {
     expect(await sb.ok(["plan", "list"])).toMatch(new RegExp(`${sessionId}  UNREADABLE +${sessionFile.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}: not valid JSON`));
     // Reported, never repaired.
     expect(readFileSync(sessionFile, "utf8")).toBe("{ not json");
+  });
+
+  it("a daemon stopped while it wrote the accepted tasks: the next one takes the plan again, whole, from the planner's proposals", async () => {
+    const proposals = [task("a"), task("b", ["a"]), task("c", ["a"])];
+    await scenario("settle", { tasks: proposals });
+    const { sessionId } = await sb.puJson<PlanJson>(["plan", "start", "three files", "--plan-only", "--skip-verify"]);
+    const planned = await waitFor("the plan accepted", async () => {
+      const evidence = await sb.puJson<EvidenceJson>(["plan", "evidence", sessionId]);
+      return evidence.evidenceLog.some((e) => e.type === "plan_accepted") ? status(sessionId) : undefined;
+    }, 60_000);
+    expect(planned.tasks.map((t) => t.id)).toEqual(["a", "b", "c"]);
+    await sb.ok(["daemon", "stop"]);
+
+    // The files as a daemon killed between writing task b and task c leaves them: the planner's
+    // proposals still there, some task files, and a session without the acceptance.
+    const sessionFile = path.join(planned.dir, "session.json");
+    const session = JSON.parse(readFileSync(sessionFile, "utf8")) as { evidence_log: { type: string }[] };
+    session.evidence_log = session.evidence_log.filter((e) => e.type !== "plan_accepted");
+    writeFileSync(sessionFile, `${JSON.stringify(session, null, 2)}\n`);
+    rmSync(path.join(planned.dir, "tasks", "c.json"));
+    for (const proposal of proposals) writeFileSync(path.join(planned.dir, "proposed", `${proposal.id}.json`), JSON.stringify(proposal));
+    // A planner started again would now plan something else.
+    await scenario("settle-replanned", { tasks: [task("x")] });
+
+    const settled = await waitFor("the plan accepted again", async () => {
+      const evidence = await sb.puJson<EvidenceJson>(["plan", "evidence", sessionId]);
+      return evidence.evidenceLog.some((e) => e.type === "plan_accepted") ? status(sessionId) : undefined;
+    }, 60_000);
+    expect(settled.phase).toBe("PLANNING");
+    expect(settled.tasks.map((t) => [t.id, t.blockedBy])).toEqual([["a", []], ["b", ["a"]], ["c", ["a"]]]);
+    expect(readdirSync(path.join(planned.dir, "proposed"))).toEqual([]);
+    const agents = Object.values((await sb.status()).agents).map((a) => a.name);
+    expect(agents.filter((name) => name.startsWith(`plan-${sessionId}-planner`))).toHaveLength(1);
+
+    await sb.ok(["plan", "run", sessionId]);
+    const done = await phase(sessionId, "COMPLETE");
+    expect(done.tasks.map((t) => t.status)).toEqual(["resolved", "resolved", "resolved"]);
   });
 
   it("cancel leaves no task in progress: the task its worker was on is failed, with the reason in the evidence", async () => {

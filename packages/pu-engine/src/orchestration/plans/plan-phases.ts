@@ -25,7 +25,7 @@ import type { EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
 import type { HostMembers } from "../../hosts/host-members.js";
 import type { WorkOwner } from "../../agents/owners.js";
-import { readPlan, updatePlan, type PlanFiles } from "./plan-store.js";
+import { readPlan, tasksAccepted, updatePlan, type PlanFiles } from "./plan-store.js";
 import { nextTurn, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded, type RoleAgent } from "./role-agent.js";
 
 
@@ -378,37 +378,48 @@ export abstract class PlanPhases {
     }
   }
 
+  /** The planner's design and proposed tasks as they are now: what is missing or wrong, and the tasks when nothing is. */
+  protected async plannerOutput(logRejection: boolean): Promise<{ problems: string[]; tasks: Task[] }> {
+    const problems: string[] = [];
+    if (!(await fileHasText(this.layout.design))) problems.push(`write the design to ${this.layout.design}`);
+    const names = (await fs.readdir(this.layout.proposedDir).catch(() => [] as string[])).filter((n) => n.endsWith(".json"));
+    const files = await Promise.all(names.map(async (name) => ({ name, text: await fs.readFile(`${this.layout.proposedDir}/${name}`, "utf8") })));
+    const validation = validateTaskProposals(files);
+    if (validation.errors.length > 0) {
+      problems.push(formatProposalErrors(validation.errors));
+      if (logRejection) await this.log("plan_rejected", { status: "failed", summary: validation.errors.join("; ") });
+    }
+    return { problems, tasks: validation.tasks };
+  }
+
   /** PLANNING: the planner's design and tasks, validated; then approval. Returns whether to execute now. */
   protected async plan(): Promise<boolean> {
     let { session, tasks } = await readPlan(this.layout);
-    if (tasks.length === 0) {
-      const retries = (await this.config()).retries;
-      const prompt = await rolePrompt(this.state, this.root, "planner", { GOAL: session.goal, PLAN_DIR: this.layout.dir, OUTPUT_FILE: this.layout.design, FEEDBACK: "" });
-      let accepted: Task[] = [];
-      const { problems } = await this.roleTurns(
-        () => this.startRole({ role: "planner" }, prompt, { kind: "root" }),
-        async () => {
-          const found: string[] = [];
-          if (!(await fileHasText(this.layout.design))) found.push(`write the design to ${this.layout.design}`);
-          const names = (await fs.readdir(this.layout.proposedDir).catch(() => [] as string[])).filter((n) => n.endsWith(".json"));
-          const files = await Promise.all(names.map(async (name) => ({ name, text: await fs.readFile(`${this.layout.proposedDir}/${name}`, "utf8") })));
-          const validation = validateTaskProposals(files);
-          if (validation.errors.length > 0) {
-            found.push(formatProposalErrors(validation.errors));
-            await this.log("plan_rejected", { status: "failed", summary: validation.errors.join("; ") });
-          }
-          accepted = validation.tasks;
-          return found;
-        },
-        retries,
-      );
-      if (problems.length > 0) {
-        await this.finish("FAILED", `the planner's plan was not usable: ${problems.join("; ")}`);
-        throw new Stopped();
+    if (!tasksAccepted({ session, tasks })) {
+      // The proposals stay until their acceptance is written, so an interrupted one is taken
+      // again from them; the planner runs only when they are not (yet) a usable plan.
+      const settled = tasks.length > 0 ? await this.plannerOutput(false) : undefined;
+      let taken = settled?.tasks ?? [];
+      if (settled === undefined || settled.problems.length > 0) {
+        const retries = (await this.config()).retries;
+        const prompt = await rolePrompt(this.state, this.root, "planner", { GOAL: session.goal, PLAN_DIR: this.layout.dir, OUTPUT_FILE: this.layout.design, FEEDBACK: "" });
+        const { problems } = await this.roleTurns(
+          () => this.startRole({ role: "planner" }, prompt, { kind: "root" }),
+          async () => {
+            const output = await this.plannerOutput(true);
+            taken = output.tasks;
+            return output.problems;
+          },
+          retries,
+        );
+        if (problems.length > 0) {
+          await this.finish("FAILED", `the planner's plan was not usable: ${problems.join("; ")}`);
+          throw new Stopped();
+        }
       }
-      await this.update(async (files) => {
-        files.tasks = withVerifyTask(accepted, files.session.options);
-        files.session.evidence_log.push(logEntry("plan_accepted", { status: "passed", summary: `${accepted.length} task(s) accepted` }));
+      await this.update((files) => {
+        files.tasks = withVerifyTask(taken, files.session.options);
+        files.session.evidence_log.push(logEntry("plan_accepted", { status: "passed", summary: `${taken.length} task(s) accepted` }));
       });
       for (const name of await fs.readdir(this.layout.proposedDir).catch(() => [] as string[])) await fs.rm(`${this.layout.proposedDir}/${name}`, { force: true });
       await stopRoleAgents(this.state, [...this.roleAgents], "plan");

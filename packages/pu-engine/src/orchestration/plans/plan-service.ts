@@ -34,7 +34,7 @@ import type { LaunchSlots } from "../launch-slots.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import type { PlanMergeResult } from "@pu/ipc/protocol";
 import { PLAN_BASE_BRANCH_FIELD, mergePlan, type PlanMergeOptions } from "./plan-merge.js";
-import { createPlan, layoutOf, listPlanIds, readPlan, readSession, readTasks, updatePlan } from "./plan-store.js";
+import { createPlan, layoutOf, listPlanIds, readPlan, readSession, readTasks, tasksAccepted, updatePlan } from "./plan-store.js";
 import { workerPlaces } from "./plan-host-workers.js";
 import { planTemplateTrustItems, stopRoleAgents } from "./role-agent.js";
 import { PlanDriver } from "./plan-driver.js";
@@ -214,7 +214,7 @@ export class PlanService {
     const layout = layoutOf(root, sessionId);
     await updatePlan(layout, (files) => {
       if (files.session.phase !== "PLANNING") throw new PuError("INVALID_STATE", `plan ${sessionId} is in ${files.session.phase}, not waiting for approval`);
-      if (files.tasks.length === 0) throw new PuError("INVALID_STATE", `plan ${sessionId} has no accepted tasks yet (the planner is still at work)`);
+      if (!tasksAccepted(files)) throw new PuError("INVALID_STATE", `plan ${sessionId} has no accepted tasks yet (the planner is still at work)`);
       if (files.session.plan.approved_at !== null) return;
       files.session.plan.approved_at = new Date().toISOString();
       files.session.evidence_log.push(logEntry("plan_approved", { status: "passed", summary: "approved by pu plan approve" }));
@@ -229,7 +229,7 @@ export class PlanService {
     await updatePlan(layout, (files) => {
       if (FINAL_PHASES.includes(files.session.phase)) throw new PuError("INVALID_STATE", `plan ${sessionId} is ${files.session.phase}`);
       files.session.options.plan_only = false;
-      if (files.tasks.length > 0 && files.session.plan.approved_at === null) {
+      if (tasksAccepted(files) && files.session.plan.approved_at === null) {
         files.session.plan.approved_at = new Date().toISOString();
         files.session.evidence_log.push(logEntry("plan_approved", { status: "passed", summary: "approved by pu plan run" }));
       }

@@ -31,6 +31,31 @@ export interface PlanFiles {
 
 const locks = new LockedFile();
 
+/**
+ * Whether the session's tasks are a plan the daemon accepted. Accepting writes the task files
+ * one by one and the session, with its `plan_accepted` entry, last; task files without that
+ * entry are what a daemon stopped in the middle of it left.
+ */
+export function tasksAccepted({ session, tasks }: Pick<PlanFiles, "session" | "tasks">): boolean {
+  return tasks.length > 0 && session.evidence_log.some((entry) => entry.type === "plan_accepted");
+}
+
+// One change writes the context, then each task file, then session.json; a reader between
+// two of those writes would see a plan with some of its tasks. The daemon is the files'
+// only reader and writer, so its reads and changes of one session take turns here.
+const turns = new Map<string, Promise<unknown>>();
+
+function inTurn<T>(layout: PlanLayout, body: () => Promise<T>): Promise<T> {
+  const previous = turns.get(layout.dir) ?? Promise.resolve();
+  const run = previous.catch(() => undefined).then(body);
+  const tail = run.catch(() => undefined);
+  turns.set(layout.dir, tail);
+  void tail.then(() => {
+    if (turns.get(layout.dir) === tail) turns.delete(layout.dir);
+  });
+  return run;
+}
+
 async function readText(file: string): Promise<string> {
   try {
     return await fs.readFile(file, "utf8");
@@ -40,8 +65,12 @@ async function readText(file: string): Promise<string> {
   }
 }
 
-/** The session's task files, in id order. */
-export async function readTasks(layout: PlanLayout): Promise<Task[]> {
+/** The session's task files, in id order, never in the middle of a change. */
+export function readTasks(layout: PlanLayout): Promise<Task[]> {
+  return inTurn(layout, () => readTaskFiles(layout));
+}
+
+async function readTaskFiles(layout: PlanLayout): Promise<Task[]> {
   let names: string[];
   try {
     names = await fs.readdir(layout.tasksDir);
@@ -63,11 +92,18 @@ export async function readSession(layout: PlanLayout): Promise<Session> {
   return parseSession(await readText(layout.session), layout.session);
 }
 
-/** The session's files as they are on disk (a corrupt file is an error naming it, never repaired). */
-export async function readPlan(layout: PlanLayout): Promise<PlanFiles> {
+/**
+ * The session's files as they are on disk between changes (a corrupt file is an error naming
+ * it, never repaired).
+ */
+export function readPlan(layout: PlanLayout): Promise<PlanFiles> {
+  return inTurn(layout, () => readPlanFiles(layout));
+}
+
+async function readPlanFiles(layout: PlanLayout): Promise<PlanFiles> {
   const session = await readSession(layout);
   const context = parseContext(await readText(layout.context), layout.context);
-  return { session, context, tasks: await readTasks(layout) };
+  return { session, context, tasks: await readTaskFiles(layout) };
 }
 
 /** Writes a new session's directory and files; the id must be unused. */
@@ -92,8 +128,8 @@ export async function createPlan(root: string, layout: PlanLayout, files: PlanFi
  * place (or throws to change nothing); the session's `updated_at` is set. Returns the result.
  */
 export function updatePlan<T>(layout: PlanLayout, change: (files: PlanFiles) => T | Promise<T>): Promise<{ files: PlanFiles; result: T }> {
-  return locks.withLock(layout.session, async (write) => {
-    const files = await readPlan(layout);
+  return inTurn(layout, () => locks.withLock(layout.session, async (write) => {
+    const files = await readPlanFiles(layout);
     const before = new Map(files.tasks.map((task) => [task.id, serializeTask(task)]));
     const contextBefore = serializeContext(files.context);
     const result = await change(files);
@@ -104,9 +140,12 @@ export function updatePlan<T>(layout: PlanLayout, change: (files: PlanFiles) => 
     const taskTexts = files.tasks.map((task) => [task.id, serializeTask(parseTask(serializeTask(task), layout.task(task.id)))] as const);
     if (contextText !== contextBefore) await writeFileAtomic(layout.context, contextText);
     for (const [id, text] of taskTexts) if (before.get(id) !== text) await writeFileAtomic(layout.task(id), text);
+    // The task files are the list: one the change dropped goes too.
+    const kept = new Set(files.tasks.map((task) => task.id));
+    for (const id of before.keys()) if (!kept.has(id)) await fs.rm(layout.task(id), { force: true });
     await write(sessionText);
     return { files, result };
-  });
+  }));
 }
 
 /** The ids of a project's plan sessions, oldest first (ids start with their creation time). */
