@@ -675,6 +675,17 @@ the cache's code. Both bins now leave a cache unused when it is older than its b
 with the ES module bundle), spawn 100 in 1,335 ms, idle CPU 0.5 % of a core, the status reply
 4.6 ms: memory and the running daemon unchanged.
 
+**2026-11-27, a stop on plans: what the daemon's state and the order of floods do to \`pu logs
+--follow\`.** \`BENCH_ONLY=throughput\` at 7c41565 read the 1 KiB figure at 0.70× (76.1 MB/s,
+68.2–92.2) while the same run's old-space floor row (the same path, on daemons of their own after
+3 floods) read 96.2 MB/s, 0.89× of that run's direct reader. Two experiments asked whether the
+gap is the bench's order or the daemon's state (1 KiB lines, 200 MiB, 6 rounds, ratios of a
+direct reader in each round): a follower started right after a flood to the viewer, 3 s later, and
+right after another follower read 0.73×, 0.74× and 0.73×; the bench's long-lived daemon, a fresh
+daemon for each flood, and a fresh one with \`--trace-gc\` read 0.74×, 0.78× and 0.75×. Neither the
+order nor the daemon's age explains it: the floor row's 0.89× was the hour's spread, which on this
+machine moves the same figure between 0.70× and 0.95×. Nothing was changed.
+
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
 wrapper carried a second copy). \`BENCH_ONLY=status\`, two runs of each, same hour, with → without:
