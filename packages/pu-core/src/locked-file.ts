@@ -8,6 +8,7 @@ import { createRequire } from "node:module";
 import { dirname } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { PuError, isPuError } from "./errors.js";
+import { KeyedTurns } from "./keyed-turns.js";
 
 // Neither library ships type declarations; these are the slices we use.
 interface LockOptions {
@@ -89,8 +90,8 @@ async function acquireLock(path: string, options: LockOptions): Promise<() => Pr
  * the raw ENOENT error, for the caller to name in its own terms ("no pu project").
  */
 export class LockedFile {
-  // Same-process callers queue here instead of spinning on the file lock.
-  private readonly queues = new Map<string, Promise<unknown>>();
+  // Same-process callers take turns here instead of spinning on the file lock.
+  private readonly turns = new KeyedTurns();
 
   /** Where the lock of `file` lives. */
   static lockPath(file: string): string {
@@ -102,14 +103,7 @@ export class LockedFile {
    * `write(text)`: an atomic, fsynced replacement of the file that fails if the lock was lost.
    */
   withLock<T>(file: string, body: (write: (text: string) => Promise<void>) => Promise<T>, { mode = 0o600 }: { mode?: number } = {}): Promise<T> {
-    const previous = this.queues.get(file) ?? Promise.resolve();
-    const run = previous.catch(() => undefined).then(() => lockAndRun(file, body, mode));
-    const tail = run.catch(() => undefined);
-    this.queues.set(file, tail);
-    void tail.then(() => {
-      if (this.queues.get(file) === tail) this.queues.delete(file);
-    });
-    return run;
+    return this.turns.run(file, () => lockAndRun(file, body, mode));
   }
 }
 

@@ -7,6 +7,7 @@
  */
 import { promises as fs } from "node:fs";
 import writeFileAtomic from "write-file-atomic";
+import { KeyedTurns } from "@pu/core/keyed-turns";
 import { LockedFile } from "@pu/core/locked-file";
 import {
   parseContext,
@@ -43,17 +44,10 @@ export function tasksAccepted({ session, tasks }: Pick<PlanFiles, "session" | "t
 // One change writes the context, then each task file, then session.json; a reader between
 // two of those writes would see a plan with some of its tasks. The daemon is the files'
 // only reader and writer, so its reads and changes of one session take turns here.
-const turns = new Map<string, Promise<unknown>>();
+const turns = new KeyedTurns();
 
 function inTurn<T>(layout: PlanLayout, body: () => Promise<T>): Promise<T> {
-  const previous = turns.get(layout.dir) ?? Promise.resolve();
-  const run = previous.catch(() => undefined).then(body);
-  const tail = run.catch(() => undefined);
-  turns.set(layout.dir, tail);
-  void tail.then(() => {
-    if (turns.get(layout.dir) === tail) turns.delete(layout.dir);
-  });
-  return run;
+  return turns.run(layout.dir, body);
 }
 
 async function readText(file: string): Promise<string> {
