@@ -89,11 +89,16 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     return found;
   };
 
-  /** A custom agent type committed in the project's .pu/config.yaml (so the host's mirror has it too). */
+  /**
+   * A custom agent type committed in the project's .pu/config.yaml (so the host's mirror has it
+   * too). Already there as it is (a test's retry), nothing is added.
+   */
   const commitAgentType = (name: string, command: string) => {
     const config = path.join(sb.root, ".pu", "config.yaml");
     const before = readFileSync(config, "utf8");
-    writeFileSync(config, `${before}${/^agents:/m.test(before) ? "" : "\nagents:\n"}  ${name}:\n    command: ${command}\n`);
+    const definition = `  ${name}:\n    command: ${command}\n`;
+    if (before.includes(definition)) return;
+    writeFileSync(config, `${before}${/^agents:/m.test(before) ? "" : "\nagents:\n"}${definition}`);
     sb.git(["add", "-f", ".pu/config.yaml"]);
     sb.git(["commit", "-q", "-m", `the agent type ${name}`]);
   };
@@ -102,6 +107,8 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     const file = path.join(sb.root, ".pu", "config.yaml");
     const before = readFileSync(file, "utf8");
     const commitConfig = (text: string, message: string) => {
+      // The same text again (a test's retry) is no change to commit.
+      if (readFileSync(file, "utf8") === text) return;
       writeFileSync(file, text);
       sb.git(["add", "-f", ".pu/config.yaml"]);
       sb.git(["commit", "-q", "-m", message]);
@@ -237,6 +244,26 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
     } finally {
       client.close();
     }
+  });
+
+  it("agents placed on a host at the same moment each get their worktree: the pushes into its mirror take turns", async () => {
+    // A new commit, so that every spawn's push has the mirror's branch to move.
+    writeFileSync(path.join(sb.root, "together.txt"), "pushed by four spawns at once\n");
+    sb.git(["add", "together.txt"]);
+    sb.git(["commit", "-q", "-m", "a commit four spawns push at once"]);
+    const spawns = await Promise.all(
+      [1, 2, 3, 4].map((n) => sb.pu(["spawn", "--on", "box", "--name", `together-${n}`, "--command", "echo together-ready; exec cat", "--json"])),
+    );
+    const placed = spawns.flatMap((run) => (run.code === 0 ? [JSON.parse(run.stdout) as { agentId: string; worktreeId: string; cwd: string }] : []));
+    try {
+      expect(spawns.map((run) => [run.code, run.stderr.trim()])).toEqual(spawns.map(() => [0, ""]));
+      for (const agent of placed) expect(readFileSync(path.join(agent.cwd, "together.txt"), "utf8")).toBe("pushed by four spawns at once\n");
+    } finally {
+      for (const agent of placed) await sb.pu(["clean", "--worktree", agent.worktreeId, "--force"]);
+    }
+    const report = await sb.status();
+    const names = [...Object.values(report.agents), ...Object.values(report.worktrees).flatMap((w) => Object.values(w.agents))].map((a) => a.name);
+    expect(names.filter((name) => name.startsWith("together-"))).toEqual([]);
   });
 
   it("send, logs and attach reach the remote agent by its id alone", async () => {
@@ -1189,10 +1216,12 @@ describe.skipIf(missing !== undefined)("agents on a host: spawn --on, routing by
       throw new Error(`${error.message}\n${await sb.ok(["plan", "status", started.sessionId])}\n${JSON.stringify(server.requests.map((r) => [r.reply, r.command, r.replyText]))}`);
     });
     // The plan fails for its budget; neither worker's turn, ended once it was spent, resolved its task (nothing merged).
-    expect(ended.phase).toBe("FAILED");
-    expect(ended.failure).toMatch(/^the plan's budget is spent \(max 1000 tokens, spent \d+ tokens/);
-    expect(ended.tasks.map((t) => [t.id, t.status, t.host])).toEqual([["long", "failed", "box"], ["spend", "failed", "box"]]);
     const evidence = await sb.puJson<{ evidenceLog: { task_id?: string; type: string; summary?: string }[] }>(["plan", "evidence", started.sessionId]);
+    // Should the plan end otherwise, its evidence says why (a worker that could not start, a task resolved).
+    const why = JSON.stringify(evidence.evidenceLog.filter((e) => e.task_id));
+    expect(ended.phase, why).toBe("FAILED");
+    expect(ended.failure, why).toMatch(/^the plan's budget is spent \(max 1000 tokens, spent \d+ tokens/);
+    expect(ended.tasks.map((t) => [t.id, t.status, t.host]), why).toEqual([["long", "failed", "box"], ["spend", "failed", "box"]]);
     expect(evidence.evidenceLog.filter((e) => e.type === "task_failed").map((e) => [e.task_id, e.summary])).toEqual(
       expect.arrayContaining(["long", "spend"].map((t) => [t, expect.stringMatching(/^not resolved: the plan's budget is spent \(max 1000 tokens, spent \d+ tokens.*\) as its worker's turn ended; its worktree keeps what was done$/)])),
     );

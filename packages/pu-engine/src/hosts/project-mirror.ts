@@ -8,6 +8,7 @@ import path from "node:path";
 import { loadConfig } from "@pu/core/config";
 import { PuError, isPuError } from "@pu/core/errors";
 import type { HostRecord } from "@pu/core/hosts-file";
+import { KeyedTurns } from "@pu/core/keyed-turns";
 import type { RemoteProject } from "@pu/core/remote-projects-file";
 import type { MergeResult, WorktreeView } from "@pu/ipc/protocol";
 import { mergeWorktree } from "../git/merge.js";
@@ -51,7 +52,6 @@ async function envFilesOf(projectRoot: string): Promise<string[]> {
   return (await loadConfig(projectRoot)).envFiles.map((f) => path.posix.normalize(f));
 }
 
-/** Makes the mirror if needed and pushes the base branch to it (forced: the mirror follows this machine). */
 /**
  * The host's daemon applies its own trust to the mirror's `.pu/`: its refusal is said as the
  * host's, with how to review and give that trust from here. Any other error as it is.
@@ -61,7 +61,19 @@ export function hostTrustError(hostName: string, error: unknown): unknown {
   return new PuError("UNTRUSTED", `on host ${hostName}: ${error.message.replace(/; read it, then run `pu trust` in .* to allow it$/, "")}; review it with \`pu trust --on ${hostName} --show\`, then \`pu trust --on ${hostName}\``);
 }
 
-export async function pushBase(links: HostLinks, host: HostRecord, projectRoot: string, mirror: string, baseBranch: string): Promise<void> {
+// Two pushes into one mirror at once (two plan workers or group members placed on a host
+// together) race for its refs and its checked-out tree, and one of them fails: they take turns.
+const mirrorTurns = new KeyedTurns();
+
+/**
+ * Makes the mirror if needed and pushes the base branch to it (forced: the mirror follows this
+ * machine), one push into a host's mirror at a time.
+ */
+export function pushBase(links: HostLinks, host: HostRecord, projectRoot: string, mirror: string, baseBranch: string): Promise<void> {
+  return mirrorTurns.run(`${host.name}\0${mirror}`, () => pushBaseNow(links, host, projectRoot, mirror, baseBranch));
+}
+
+async function pushBaseNow(links: HostLinks, host: HostRecord, projectRoot: string, mirror: string, baseBranch: string): Promise<void> {
   await links.freshen(host);
   const envFiles = (await envFilesOf(projectRoot)).filter((f) => !f.startsWith("../") && !f.includes("\n"));
   const made = await run(links.argv(host, ["sh", "-c", MIRROR_SCRIPT, "sh", mirror, baseBranch, ...envFiles]), MIRROR_TIMEOUT_MS);
