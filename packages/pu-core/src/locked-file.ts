@@ -105,6 +105,14 @@ export class LockedFile {
   withLock<T>(file: string, body: (write: (text: string) => Promise<void>) => Promise<T>, { mode = 0o600 }: { mode?: number } = {}): Promise<T> {
     return this.turns.run(file, () => lockAndRun(file, body, mode));
   }
+
+  /**
+   * Runs `body` in `file`'s same-process turn, without the cross-process lock: for a reader of
+   * files this process alone changes (with `withLock`), which must never see one in the middle.
+   */
+  readInTurn<T>(file: string, body: () => Promise<T>): Promise<T> {
+    return this.turns.run(file, body);
+  }
 }
 
 async function lockAndRun<T>(file: string, body: (write: (text: string) => Promise<void>) => Promise<T>, mode: number): Promise<T> {

@@ -397,7 +397,9 @@ export abstract class PlanPhases {
     let { session, tasks } = await readPlan(this.layout);
     if (!tasksAccepted({ session, tasks })) {
       // The proposals stay until their acceptance is written, so an interrupted one is taken
-      // again from them; the planner runs only when they are not (yet) a usable plan.
+      // again from them; the planner runs only when they are not (yet) a usable plan. Only with
+      // task files: they say the planner's turn had ended and its proposals were checked (without
+      // them, proposals may be a planner's half-written ones).
       const settled = tasks.length > 0 ? await this.plannerOutput(false) : undefined;
       let taken = settled?.tasks ?? [];
       if (settled === undefined || settled.problems.length > 0) {

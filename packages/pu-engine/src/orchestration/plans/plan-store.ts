@@ -7,7 +7,6 @@
  */
 import { promises as fs } from "node:fs";
 import writeFileAtomic from "write-file-atomic";
-import { KeyedTurns } from "@pu/core/keyed-turns";
 import { LockedFile } from "@pu/core/locked-file";
 import {
   parseContext,
@@ -30,6 +29,9 @@ export interface PlanFiles {
   tasks: Task[];
 }
 
+// One change writes the context, then each task file, then session.json; a reader between
+// two of those writes would see a plan with some of its tasks. The daemon is the files' only
+// reader and writer, so its reads take turns with its changes (the session file's turn).
 const locks = new LockedFile();
 
 /**
@@ -39,15 +41,6 @@ const locks = new LockedFile();
  */
 export function tasksAccepted({ session, tasks }: Pick<PlanFiles, "session" | "tasks">): boolean {
   return tasks.length > 0 && session.evidence_log.some((entry) => entry.type === "plan_accepted");
-}
-
-// One change writes the context, then each task file, then session.json; a reader between
-// two of those writes would see a plan with some of its tasks. The daemon is the files'
-// only reader and writer, so its reads and changes of one session take turns here.
-const turns = new KeyedTurns();
-
-function inTurn<T>(layout: PlanLayout, body: () => Promise<T>): Promise<T> {
-  return turns.run(layout.dir, body);
 }
 
 async function readText(file: string): Promise<string> {
@@ -61,7 +54,7 @@ async function readText(file: string): Promise<string> {
 
 /** The session's task files, in id order, never in the middle of a change. */
 export function readTasks(layout: PlanLayout): Promise<Task[]> {
-  return inTurn(layout, () => readTaskFiles(layout));
+  return locks.readInTurn(layout.session, () => readTaskFiles(layout));
 }
 
 async function readTaskFiles(layout: PlanLayout): Promise<Task[]> {
@@ -91,7 +84,7 @@ export async function readSession(layout: PlanLayout): Promise<Session> {
  * it, never repaired).
  */
 export function readPlan(layout: PlanLayout): Promise<PlanFiles> {
-  return inTurn(layout, () => readPlanFiles(layout));
+  return locks.readInTurn(layout.session, () => readPlanFiles(layout));
 }
 
 async function readPlanFiles(layout: PlanLayout): Promise<PlanFiles> {
@@ -122,7 +115,7 @@ export async function createPlan(root: string, layout: PlanLayout, files: PlanFi
  * place (or throws to change nothing); the session's `updated_at` is set. Returns the result.
  */
 export function updatePlan<T>(layout: PlanLayout, change: (files: PlanFiles) => T | Promise<T>): Promise<{ files: PlanFiles; result: T }> {
-  return inTurn(layout, () => locks.withLock(layout.session, async (write) => {
+  return locks.withLock(layout.session, async (write) => {
     const files = await readPlanFiles(layout);
     const before = new Map(files.tasks.map((task) => [task.id, serializeTask(task)]));
     const contextBefore = serializeContext(files.context);
@@ -139,7 +132,7 @@ export function updatePlan<T>(layout: PlanLayout, change: (files: PlanFiles) => 
     for (const id of before.keys()) if (!kept.has(id)) await fs.rm(layout.task(id), { force: true });
     await write(sessionText);
     return { files, result };
-  }));
+  });
 }
 
 /** The ids of a project's plan sessions, oldest first (ids start with their creation time). */
