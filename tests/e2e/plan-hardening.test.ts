@@ -117,8 +117,13 @@ describe("plan sessions when something is wrong", { timeout: 240_000 }, () => {
 
   it("a daemon stopped while it wrote the accepted tasks: the next one takes the plan again, whole, from the planner's proposals", async () => {
     const proposals = [task("a"), task("b", ["a"]), task("c", ["a"])];
-    await scenario("settle", { tasks: proposals });
+    await scenario("settle", { tasks: proposals, plannerSlowMs: 5000 });
     const { sessionId } = await sb.puJson<PlanJson>(["plan", "start", "three files", "--plan-only", "--skip-verify"]);
+    // Approving while the planner is still at work is refused, in one line.
+    await phase(sessionId, "PLANNING");
+    const early = await sb.pu(["plan", "approve", sessionId]);
+    expect(early.code).toBe(1);
+    expect(early.stderr.trim()).toBe(`pu: plan ${sessionId} has no accepted tasks yet (the planner is still at work)`);
     const planned = await waitFor("the plan accepted", async () => {
       const evidence = await sb.puJson<EvidenceJson>(["plan", "evidence", sessionId]);
       return evidence.evidenceLog.some((e) => e.type === "plan_accepted") ? status(sessionId) : undefined;
