@@ -686,6 +686,11 @@ daemon for each flood, and a fresh one with \`--trace-gc\` read 0.74×, 0.78× a
 order nor the daemon's age explains it: the floor row's 0.89× was the hour's spread, which on this
 machine moves the same figure between 0.70× and 0.95×. Nothing was changed.
 
+**2026-11-27, plans read between changes.** A plan session's reads now take turns with its
+changes in the daemon (the session file's same-process turn), so a read waits for a change in
+flight. \`BENCH_ONLY=plans\` after it: 1,033 ms per task, 0.97× of one scripted agent's life
+(1,063 ms) in the same run, against 1,061 ms and 0.99× in the table: unchanged.
+
 **2026-11-26, one loader for both bundles.** \`bin/pu\`'s \`runCached\` now loads \`pu.cjs\`, is
 handed to it for \`pu-vendor.cjs\`, and makes both caches in the build (before, the bundle's
 wrapper carried a second copy). \`BENCH_ONLY=status\`, two runs of each, same hour, with → without:
