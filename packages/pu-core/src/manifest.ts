@@ -73,6 +73,8 @@ export const AgentEntrySchema = z.looseObject({
   planMode: optional(z.boolean()),
   /** Variables given with `pu spawn --env`, set again when the agent is resumed. */
   env: optional(z.record(z.string(), z.string())),
+  /** pu's seal over `command` and `env` (HMAC, key in $PU_HOME): a resume runs them only under a matching one. */
+  launchSeal: optional(z.string()),
   triggerName: optional(z.string()),
   triggerSeqIndex: optional(z.number().int()),
   triggerState: optional(TriggerStateSchema),

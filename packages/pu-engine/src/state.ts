@@ -11,12 +11,15 @@ import type { DaemonLog } from "./daemon-log.js";
 import { EngineEvents } from "./engine-events.js";
 import type { ProjectRegistry } from "./projects.js";
 import { TrustStore } from "./trust-store.js";
+import { LaunchSeals } from "./launch-seals.js";
 
 /** Everything the request handlers share: one instance per daemon. */
 export class EngineState {
   readonly store = new ManifestStore();
   /** `$PU_HOME/trust.json`: project content allowed to run commands. */
   readonly trust: TrustStore;
+  /** `$PU_HOME/launch-seal.key`: seals an agent's own command and variables in the manifest. */
+  readonly launchSeals: LaunchSeals;
   /** Keyed by agent id (ids are unique across projects, so logs/attach need no project). */
   readonly sessions = new Map<string, LiveAgent>();
   /** What happens to agents and projects; the services built in daemon.ts listen here. */
@@ -41,6 +44,7 @@ export class EngineState {
     readonly log: DaemonLog,
   ) {
     this.trust = new TrustStore(home);
+    this.launchSeals = new LaunchSeals(home);
     this.events = new EngineEvents((event, error) => log.event("listener_error", { event, error }));
   }
 

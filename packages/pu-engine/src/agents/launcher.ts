@@ -10,10 +10,10 @@ import path from "node:path";
 import { agentDisplayName, usesSessionId } from "@pu/core/agent-types";
 import { loadConfig, resolveAgentType, type AgentTypeConfig, type Config } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
-import { newAgentId, newSessionId, newWorktreeId } from "@pu/core/ids";
+import { isSessionId, newAgentId, newSessionId, newWorktreeId } from "@pu/core/ids";
 import type { AgentEntry, Manifest, WorktreeEntry } from "@pu/core/manifest";
 import { normalizeWorktreeName, refuseControlCharacters, validateAgentName } from "@pu/core/names";
-import { worktreesDir } from "@pu/core/paths";
+import { manifestPath, worktreesDir } from "@pu/core/paths";
 import { agentTypeTrustItem } from "@pu/core/trust";
 import { AgentSession } from "../session/agent-session.js";
 import { installWorktreeHooks } from "../git/hooks.js";
@@ -301,6 +301,8 @@ export async function launchAgent(state: EngineState, desc: LaunchDescription): 
   if (desc.command !== undefined) entry.command = desc.command;
   if (desc.planMode) entry.planMode = true;
   if (desc.env && Object.keys(desc.env).length > 0) entry.env = { ...desc.env };
+  const launchSeal = await state.launchSeals.seal(root, entry);
+  if (launchSeal !== undefined) entry.launchSeal = launchSeal;
 
   try {
     await state.updateManifest(root, (fresh) => {
@@ -400,6 +402,11 @@ export async function resumeAgent(state: EngineState, root: string, agentId: str
 
 async function startResumed(state: EngineState, root: string, agent: AgentEntry, worktree: WorktreeEntry | undefined): Promise<AgentEntry> {
   const cwd = worktree ? worktree.path : root;
+  // Before anything is recorded: an entry pu did not write is refused, and left as it is.
+  await state.launchSeals.check(root, agent, manifestPath(root));
+  if (agent.sessionId !== undefined && !isSessionId(agent.sessionId)) {
+    throw new PuError("UNTRUSTED", `${agent.id}'s sessionId in ${manifestPath(root)} is not one pu made (not a UUID v4); pu will not pass it to ${agent.agentType}`);
+  }
 
   let session: AgentSession;
   let idleThresholdSeconds: number;
