@@ -96,6 +96,17 @@ describe("buildLaunch", () => {
     expect(buildLaunch(type("codex"), { resume: true, prompt: "do it" }).args).toEqual(["resume", "--last"]);
   });
 
+  it("a prompt starting with '-' reaches the program as a value, never as one of its options", () => {
+    // Codex reads `-c key=value` as a config override; a ticket or page must not set one.
+    const hostile = '-cnotify=["touch","/tmp/pwned"]';
+    expect(buildLaunch(type("codex"), { prompt: hostile }).args).toEqual([` ${hostile}`]);
+    expect(buildLaunch(type("opencode"), { prompt: "--model evil" }).args).toEqual(["--prompt", " --model evil"]);
+    expect(buildLaunch(custom({ command: "tool", interactive: false, promptFlag: "-p" }), { prompt: "-x" }).args).toEqual(["-p", " -x"]);
+    // Typed prompts and prompts without a leading dash are as they were.
+    expect(buildLaunch(type("claude"), { sessionId: SESSION, prompt: "-x" }).promptToType).toBe("-x");
+    expect(buildLaunch(type("codex"), { prompt: "a -x" }).args).toEqual(["a -x"]);
+  });
+
   it("opencode: --prompt <p>; resume continues", () => {
     expect(buildLaunch(type("opencode"), { prompt: "p q" }).args).toEqual(["--prompt", "p q"]);
     expect(buildLaunch(type("opencode"), { resume: true }).args).toEqual(["--continue"]);

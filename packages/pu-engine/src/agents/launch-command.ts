@@ -80,9 +80,20 @@ export function buildLaunch(type: AgentTypeConfig & { name: string }, opts: Laun
   const sessionArgs = withSessionId(descriptor?.sessionIdArgs ?? [], "start");
   const args = [...sessionArgs, ...type.launchArgs, ...modeArgs, ...extraArgs];
   if (prompt === undefined) return fromConfiguredCommand(command, args);
-  if (type.promptFlag) return fromConfiguredCommand(command, [...args, type.promptFlag, prompt]);
-  if (!type.interactive) return fromConfiguredCommand(command, [...args, prompt]);
+  if (type.promptFlag) return fromConfiguredCommand(command, [...args, type.promptFlag, promptAsArgument(prompt)]);
+  if (!type.interactive) return fromConfiguredCommand(command, [...args, promptAsArgument(prompt)]);
   return fromConfiguredCommand(command, args, prompt);
+}
+
+/**
+ * A prompt given as an argument, never read as an option: a prompt starting with `-` (from a
+ * ticket, a page, a template) would otherwise reach the program as one of its own flags —
+ * Codex's `-c key=value` can make it run a program. A leading space keeps the words as they
+ * are for the model and is read as a value by every argument parser; `--` would not do,
+ * since a prompt flag's value comes after it and not every program ends its options there.
+ */
+function promptAsArgument(prompt: string): string {
+  return prompt.startsWith("-") ? ` ${prompt}` : prompt;
 }
 
 /** A configured `command` may itself be a small command line (`npx foo`, or with shell syntax). */
