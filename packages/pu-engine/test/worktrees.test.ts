@@ -412,6 +412,16 @@ describe("removeWorktree", () => {
     expect(second.notes).toEqual([expect.stringContaining("already gone"), expect.stringContaining("branch pu/done was already gone")]);
   });
 
+  it("never deletes a branch outside pu/ (a manifest naming main), whatever the entry says", async () => {
+    const wt = await create("named-main");
+    // With another branch checked out, git itself would let main go.
+    repo.git(["checkout", "-q", "-b", "elsewhere"]);
+    const result = await removeWorktree({ projectRoot: repo.root, worktreesDir, path: wt.path, branch: "main" });
+    expect(result).toMatchObject({ removedPath: true, deletedBranch: false });
+    expect(result.notes).toEqual([expect.stringContaining("kept branch main")]);
+    expect(branches()).toContain("main");
+  });
+
   it("keeps the branch when asked", async () => {
     const wt = await create("keep");
     const result = await remove(wt, false);
@@ -457,6 +467,15 @@ describe("removeWorktree", () => {
       /pu will not delete it/,
     );
     expect(readFileSync(path.join(precious, "keep.txt"), "utf8")).toBe("keep");
+
+    // A registered worktree of the person's own, outside pu's directory, with uncommitted work:
+    // git would remove it with --force; pu leaves it and its branch alone.
+    const own = path.join(path.dirname(repo.root), "own-worktree");
+    repo.git(["worktree", "add", "-q", "-b", "feature", own]);
+    writeFileSync(path.join(own, "draft.txt"), "unsaved");
+    await expectPuError(removeWorktree({ projectRoot: repo.root, worktreesDir, path: own, branch: "feature" }), "GIT_ERROR", /outside/);
+    expect(readFileSync(path.join(own, "draft.txt"), "utf8")).toBe("unsaved");
+    expect(branches()).toContain("feature");
 
     // A symlink inside the worktrees dir that points outside is judged by where it leads.
     const link = path.join(worktreesDir, "wt-link");

@@ -237,19 +237,19 @@ async function removeWorktreeLocked(options: RemoveWorktreeOptions): Promise<Rem
   if (!existsSync(worktreePath)) {
     notes.push(`worktree directory ${worktreePath} was already gone`);
   } else {
+    // pu's worktrees are all inside its own directory. A path elsewhere (a manifest pu did not
+    // write, or edited by hand) may be the person's own worktree: `remove --force` would
+    // discard its uncommitted work, so pu does not touch it, through git or by hand.
+    const realDir = await realpathOrNull(worktreesDir);
+    const realPath = await realpathOrNull(worktreePath);
+    if (realDir === null || realPath === null || !isInside(realDir, realPath)) {
+      throw new PuError("GIT_ERROR", `worktree ${worktreePath} is outside ${worktreesDir}, so pu will not delete it; remove it yourself`);
+    }
     const removal = await gitProbe(projectRoot, ["worktree", "remove", "--force", worktreePath]);
     if (removal.ok) {
       removedPath = true;
     } else {
-      // git refuses unregistered or locked worktrees; deleting by hand is safe only inside pu's own directory.
-      const realDir = await realpathOrNull(worktreesDir);
-      const realPath = await realpathOrNull(worktreePath);
-      if (realDir === null || realPath === null || !isInside(realDir, realPath)) {
-        throw new PuError(
-          "GIT_ERROR",
-          `git could not remove worktree ${worktreePath} (${removal.error?.message ?? "unknown error"}) and it is outside ${worktreesDir}, so pu will not delete it; remove it yourself`,
-        );
-      }
+      // git refuses unregistered or locked worktrees; inside pu's own directory they are pu's to delete.
       await gitProbe(projectRoot, ["worktree", "unlock", worktreePath]);
       await fs.rm(realPath, { recursive: true, force: true });
       removedPath = true;
@@ -260,7 +260,10 @@ async function removeWorktreeLocked(options: RemoveWorktreeOptions): Promise<Rem
 
   let deletedBranch = false;
   if (deleteBranch) {
-    if (!(await branchExists(projectRoot, branch))) {
+    if (!branch.startsWith("pu/")) {
+      // Every branch pu makes is pu/<name>; any other (main, the person's own) is never pu's to delete.
+      notes.push(`kept branch ${branch}: pu deletes only the branches it made (pu/…)`);
+    } else if (!(await branchExists(projectRoot, branch))) {
       notes.push(`branch ${branch} was already gone`);
     } else {
       const deletion = await gitProbe(projectRoot, ["branch", "-D", branch]);
