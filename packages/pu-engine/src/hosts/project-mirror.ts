@@ -87,11 +87,23 @@ async function pushBaseNow(links: HostLinks, host: HostRecord, projectRoot: stri
 
 /** A worktree's branch fetched back into this repository; never forced over a local branch of that name that went its own way. */
 export async function fetchBranchBack(links: HostLinks, host: HostRecord, projectRoot: string, mirror: string, branch: string): Promise<void> {
+  refuseOtherThanPuBranch(host.name, branch);
   try {
     await fetchRefs(projectRoot, links.gitUrl(host, "upload-pack", mirror), [`refs/heads/${branch}:refs/heads/${branch}`]);
   } catch (error) {
     throw new PuError("GIT_ERROR", `cannot fetch ${branch} back from ${host.name}: ${(error as Error).message}`);
   }
+}
+
+/**
+ * A branch name a host reports is fetched into, and deleted from, this repository: only a pu
+ * branch (pu/<name>, a plain ref name) may be. A host's manifest is written by its daemon, but
+ * anything running there as the person (an agent, say) can edit it; it must not be able to move
+ * or delete main here.
+ */
+function refuseOtherThanPuBranch(host: string, branch: string): void {
+  if (/^pu\/[A-Za-z0-9._\/-]+$/.test(branch) && !branch.includes("..") && !branch.includes("//") && !branch.endsWith(".lock") && !branch.endsWith("/")) return;
+  throw new PuError("GIT_ERROR", `host ${host} reported branch ${JSON.stringify(branch)} for a pu worktree, which is not a pu branch (pu/…); pu will not fetch or delete it here`);
 }
 
 /** Files a host's worktree holds uncommitted, as its git says: pu's own files and the env files pu wrote there left out. */
@@ -176,6 +188,7 @@ export async function workNotHere(links: HostLinks, host: HostRecord, project: P
 
 /** The local copy of a removed host worktree's branch goes once nothing on it is lost. */
 export async function dropMergedBranch(project: Placement, worktree: WorktreeView): Promise<void> {
+  refuseOtherThanPuBranch(project.host, worktree.branch);
   const branchCommit = await revParse(project.projectRoot, `refs/heads/${worktree.branch}`);
   if (branchCommit && (await isAncestor(project.projectRoot, branchCommit, `refs/heads/${baseOf(project, worktree)}`).catch(() => false))) {
     await git(project.projectRoot, ["branch", "-D", worktree.branch]).catch(() => undefined);
