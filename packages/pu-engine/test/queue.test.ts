@@ -390,6 +390,44 @@ describe("work queue", () => {
     expect(readState(restarted.home).completed[0]?.summary).toBe("approved after restart");
   }, 60_000);
 
+  it("an unreadable trust.json holds an approved ticket for a person instead of failing it as edited; fixed and approved, it goes on", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(root, "TASK", `steps:\n  - name: plan\n    prompt: "echo planning"\n    review: plan\n  - name: build\n    prompt: "write {{OUTPUT_FILE}} built after the fix"\n`);
+    writeFileSync(path.join(daemon.home, "config.yaml"), "queue:\n  maxParallel: 1\n");
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "first", ticketType: "TASK" });
+    await client.request("ticket_create", { projectRoot: root, title: "second, waits for the slot", ticketType: "TASK" });
+    await waitReview(client, root, "TASK-0001", "the plan review");
+    trackAgents(root);
+    const trustFile = path.join(daemon.home, "trust.json");
+    const trusted = readFileSync(trustFile, "utf8");
+    writeFileSync(trustFile, '{"version":1,"projects":');
+
+    // The queue says what holds the waiting ticket: the file, not "run pu trust".
+    const problems = (await client.request("queue_status", { projectRoot: root })).problems.map((p) => p.message);
+    expect(problems).toContainEqual(expect.stringMatching(new RegExp(`^TASK-0002: not started: trust\\.json cannot be read: ${trustFile}: not valid JSON`)));
+    expect(problems.join("\n")).not.toContain("untrusted");
+
+    await client.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    const waiting = await waitFor("the ticket to wait on trust.json", async () =>
+      (await client.request("review_list", { projectRoot: root })).reviews.find((r) => r.ticketId === "TASK-0001" && r.lastMessage?.includes("trust.json")),
+    );
+    expect(waiting.step).toBe("build");
+    expect(waiting.lastMessage).toContain(`needs a decision: step build has not started: trust.json cannot be read: ${trustFile}: not valid JSON`);
+    expect(waiting.lastMessage).toContain("`pu review approve TASK-0001`");
+    expect(await ticketState(client, root, "TASK-0001")).toBe("in-progress");
+    expect(readState(daemon.home).agents[0]).toMatchObject({ ticket_id: "TASK-0001", status: "awaiting_input" });
+    expect(readFileSync(trustFile, "utf8"), "a corrupt trust.json is never overwritten").toBe('{"version":1,"projects":');
+
+    writeFileSync(trustFile, trusted);
+    await client.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    await waitDone(client, root, "TASK-0001");
+    expect(readState(daemon.home).completed.find((c) => c.ticket_id === "TASK-0001")?.summary).toBe("built after the fix");
+    // The file fixed, the held ticket starts too (and stops at its own plan review).
+    await waitReview(client, root, "TASK-0002", "its plan review");
+    trackAgents(root);
+  }, 60_000);
+
   it("a daemon killed while ending tickets: the next start moves them to done/, each with its ending written once", async () => {
     const { daemon, client, root } = await setup();
     await client.request("queue_pause", {});

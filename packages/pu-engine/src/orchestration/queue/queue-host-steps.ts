@@ -21,8 +21,7 @@ import { hostMemberResult, type HostMemberSpec, type HostMembers } from "../../h
 import { limitOf, overBy } from "../../usage/usage-figures.js";
 import { currentBranch } from "../../git/runner.js";
 import { findTicket } from "./tickets.js";
-import { ticketStillTrusted } from "./ticket-trust.js";
-import { NEEDS_DECISION, REVIEW_STATES, editedSinceTrusted, type StepOutcome, type TicketRun } from "./queue-run.js";
+import { NEEDS_DECISION, REVIEW_STATES, type StepOutcome, type TicketRun } from "./queue-run.js";
 import { QueueSteps, type StepWatch } from "./queue-steps.js";
 
 /** How often the screen of a step's agent on a host is looked at: a quarter of hungAfterMinutes, within these. */
@@ -39,8 +38,9 @@ export abstract class QueueHostSteps extends QueueSteps {
     const hosts = this.hostMembers;
     if (!agentState || !host) return { kind: "failed", message: `ticket ${run.ticketId} has no host recorded` };
     if (!hosts) return { kind: "failed", message: `ticket ${run.ticketId} runs on host ${host}, and this daemon places nothing on hosts` };
-    const ticket = await findTicket(run.root, run.ticketId);
-    if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
+    const trusted = await this.trustedTicket(run, step);
+    if ("outcome" in trusted) return trusted.outcome;
+    const ticket = trusted.ticket;
     await this.markStepStarted(run, step, agentState.session_name ?? undefined);
     // The step's group on the host: the one recorded for this step (asked again after a restart), or a new key.
     let placed = agentState.host_step?.step === step.name ? agentState.host_step : null;

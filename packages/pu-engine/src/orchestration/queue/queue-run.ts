@@ -84,6 +84,23 @@ export function editedSinceTrusted(ticketId: string): StepOutcome {
   return { kind: "failed", message: `ticket ${ticketId} was edited by hand since it was trusted, so none of it is typed any more; read it, run \`pu trust\` and queue it again` };
 }
 
+/** What marks a `last_message` of a ticket whose next step waits on an unreadable trust.json. */
+const TRUST_FILE_WAIT = "has not started: trust.json cannot be read:";
+
+/**
+ * `last_message` of a ticket whose step waits because trust.json cannot be read: nothing can tell
+ * whether its text was edited by hand, so nothing is typed and nothing fails; a person fixes the
+ * file and approves, and the step runs (checked again).
+ */
+export function trustFileWaitMessage(ticketId: string, step: string, problem: string): string {
+  return `${NEEDS_DECISION} step ${step} ${TRUST_FILE_WAIT} ${problem} (fix the file, then \`pu review approve ${ticketId}\`)`;
+}
+
+/** Whether the ticket waits on an unreadable trust.json before its current step (which has not run: approving runs it). */
+export function waitsForTrustFile(agentState: AgentState | undefined): boolean {
+  return agentState?.last_message?.startsWith(NEEDS_DECISION) === true && agentState.last_message.includes(TRUST_FILE_WAIT);
+}
+
 export type StepOutcome =
   | { kind: "done"; note?: string }
   | { kind: "reject"; reason: string; step?: string }

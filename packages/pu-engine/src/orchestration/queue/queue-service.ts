@@ -19,7 +19,7 @@ import type { LiveAgent } from "../../session/live-agent.js";
 import { nowIso } from "../../state.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import { appendHistory, findTicket, moveTicket, scanTickets, ticketSummary, writeTicketField } from "./tickets.js";
-import { untrustedTicketProblems } from "./ticket-trust.js";
+import { trustFileProblem, untrustedTicketProblems } from "./ticket-trust.js";
 import { resolveWorkflow } from "./workflows.js";
 import { waitsForDecision, runKey, exists, endingOf, endingSummary, type Decision, type TicketRun } from "./queue-run.js";
 import { QueueHostSteps } from "./queue-host-steps.js";
@@ -59,6 +59,9 @@ export class QueueService extends QueueHostSteps {
       run.live = live;
     } catch (err) {
       if (isPuError(err) && err.code === "UNTRUSTED") return this.waitForTrust(agentState, run, err.message);
+      // The workflow's trust could not be checked, which is no fault of the ticket: it waits for the file.
+      const trustProblem = await trustFileProblem(this.state);
+      if (trustProblem !== undefined) return this.waitForTrust(agentState, run, `could not continue after a restart: trust.json cannot be read: ${trustProblem} (fix the file, then \`pu trust\`)`);
       return this.fail(run, `could not continue after a restart: ${(err as Error).message}`);
     }
     const index = Math.max(0, run.workflow.steps.findIndex((s) => s.name === agentState.current_step));

@@ -18,8 +18,8 @@ import { nowIso } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/gates.js";
 import { describeBudget, describeSpent } from "../../usage/usage-figures.js";
 import { appendHistory, findTicket } from "./tickets.js";
-import { ticketStillTrusted } from "./ticket-trust.js";
-import { FIX_OUTPUT_BYTES, NEEDS_DECISION, REVIEW_STATES, exists, resolvesOutside, editedSinceTrusted, type Decision, type TicketRun, type StepOutcome } from "./queue-run.js";
+import { ticketTrust } from "./ticket-trust.js";
+import { FIX_OUTPUT_BYTES, NEEDS_DECISION, REVIEW_STATES, exists, resolvesOutside, editedSinceTrusted, trustFileWaitMessage, waitsForTrustFile, type Decision, type TicketRun, type StepOutcome } from "./queue-run.js";
 import { QueueEnd } from "./queue-end.js";
 
 export abstract class QueueSteps extends QueueEnd {
@@ -42,7 +42,10 @@ export abstract class QueueSteps extends QueueEnd {
         let outcome: StepOutcome;
         if (awaiting) {
           awaiting = false;
+          // Waiting on an unreadable trust.json, the step itself never ran: approved, it runs now.
+          const notStarted = waitsForTrustFile(this.agentStateOf(run));
           outcome = await this.waitForPerson(run, step, undefined, undefined);
+          if (notStarted && outcome.kind === "done") continue;
         } else if (step.type !== undefined) {
           outcome = await this.runGroupStep(run, step, extra);
         } else if (this.agentStateOf(run)?.host) {
@@ -97,9 +100,10 @@ export abstract class QueueSteps extends QueueEnd {
   protected async runStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome> {
     const live = run.live;
     if (!live) return { kind: "failed", message: `no agent for step ${step.name}` };
-    const ticket = await findTicket(run.root, run.ticketId);
     // Each step types the ticket's text again: a hand edit since it was trusted must not reach the agent.
-    if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
+    const trusted = await this.trustedTicket(run, step);
+    if ("outcome" in trusted) return trusted.outcome;
+    const ticket = trusted.ticket;
     await this.markStepStarted(run, step, live.agentId);
     const vars = await this.stepVars(run, ticket, step);
     const prompt = renderTemplate(step.prompt, vars).text.trimEnd();
@@ -123,6 +127,27 @@ export abstract class QueueSteps extends QueueEnd {
     }
     if (step.review) return this.waitForPerson(run, step, REVIEW_STATES[step.review], `step ${step.name} waits for a ${step.review} review`);
     return { kind: "done" };
+  }
+
+  /**
+   * The ticket, read fresh, when it is still the one that was trusted; else how the step ends: failed
+   * when it was edited by hand since. While trust.json cannot be read nothing can tell, so the ticket
+   * waits for a person (its agent kept) and is checked again once they approve.
+   */
+  protected async trustedTicket(run: TicketRun, step: WorkflowStep): Promise<{ ticket: TicketView } | { outcome: StepOutcome }> {
+    for (;;) {
+      const ticket = await findTicket(run.root, run.ticketId);
+      const trust = await ticketTrust(this.state, run.root, ticket);
+      if (trust === "trusted") return { ticket };
+      if (trust === "edited") return { outcome: editedSinceTrusted(run.ticketId) };
+      // The step it waits before: what `pu review` names, and what a restart runs once approved.
+      await this.store.update(() => {
+        const a = this.agentStateOf(run);
+        if (a) a.current_step = step.name;
+      });
+      const outcome = await this.waitForPerson(run, step, null, trustFileWaitMessage(run.ticketId, step.name, trust.unreadable));
+      if (outcome.kind !== "done") return { outcome };
+    }
   }
 
   protected async markStepStarted(run: TicketRun, step: WorkflowStep, agentId: string | undefined): Promise<void> {
@@ -166,8 +191,9 @@ export abstract class QueueSteps extends QueueEnd {
   protected async runGroupStep(run: TicketRun, step: WorkflowStep, extra: string | undefined): Promise<StepOutcome> {
     const groups = this.groups;
     if (step.type === undefined) return { kind: "failed", message: `step ${step.name} is not a group step` };
-    const ticket = await findTicket(run.root, run.ticketId);
-    if (!(await ticketStillTrusted(this.state, run.root, ticket))) return editedSinceTrusted(run.ticketId);
+    const trusted = await this.trustedTicket(run, step);
+    if ("outcome" in trusted) return trusted.outcome;
+    const ticket = trusted.ticket;
     const agentState = this.agentStateOf(run);
     if (!agentState) return { kind: "failed", message: `ticket ${run.ticketId} has no state` };
     if (step.read_only && agentState.host) return { kind: "failed", message: `step ${step.name}'s members would share the ticket's worktree, which is on host ${agentState.host}: a read_only group step runs only for a ticket on this machine` };

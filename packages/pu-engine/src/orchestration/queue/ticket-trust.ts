@@ -2,6 +2,10 @@
  * Which queue tickets may run. A ticket pu wrote for its person (`pu ticket create`) is
  * trusted as written; one that came any other way (committed in a cloned repository,
  * dropped into `queue/` by hand, edited since) waits in `queue/` until `pu trust`.
+ *
+ * A trust.json pu cannot read says nothing about any ticket: it is its own answer
+ * (`unreadable`), never "untrusted", so a ticket being worked is not failed as edited by hand
+ * for a file that only needs fixing.
  */
 import type { Ticket } from "@pu/core/ticket";
 import { isTrusted, ticketTrustItem, untrustedTicketMessage, type TrustFile } from "@pu/core/trust";
@@ -14,27 +18,48 @@ function ticketOf(view: TicketView & { project?: string }): Ticket {
   return ticket;
 }
 
-function trustedIn(record: TrustFile | undefined, root: string, view: TicketView): boolean {
-  return record !== undefined && isTrusted(record, root, ticketTrustItem(root, ticketOf(view), view.path));
+/** trust.json, or why it cannot be read (the message names the file). */
+async function readTrust(state: EngineState): Promise<{ record: TrustFile } | { unreadable: string }> {
+  try {
+    return { record: await state.trust.read() };
+  } catch (err) {
+    state.log.event("trust_unreadable", { file: state.trust.file, error: err });
+    const message = err instanceof Error ? err.message : String(err);
+    return { unreadable: message.includes(state.trust.file) ? message : `${state.trust.file}: ${message}` };
+  }
 }
 
-/** The ids of `tickets` not trusted in `root` (all of them when trust.json cannot be read). */
+/** Why trust.json cannot be read, or undefined when it can. */
+export async function trustFileProblem(state: EngineState): Promise<string | undefined> {
+  const read = await readTrust(state);
+  return "unreadable" in read ? read.unreadable : undefined;
+}
+
+/** The ids of `tickets` not trusted in `root` (all of them when trust.json cannot be read: none may start). */
 export async function untrustedTicketIds(state: EngineState, root: string, tickets: readonly TicketView[]): Promise<Set<string>> {
   if (tickets.length === 0) return new Set();
-  const record = await state.trust.read().catch((err: unknown) => {
-    state.log.event("trust_unreadable", { file: state.trust.file, error: err });
-    return undefined;
-  });
-  return new Set(tickets.filter((t) => !trustedIn(record, root, t)).map((t) => t.id));
+  const read = await readTrust(state);
+  if ("unreadable" in read) return new Set(tickets.map((t) => t.id));
+  return untrustedIn(read.record, root, tickets);
 }
 
-/** One problem line per untrusted ticket, for `pu queue` and `pu ticket list`. */
+function untrustedIn(record: TrustFile, root: string, tickets: readonly TicketView[]): Set<string> {
+  return new Set(tickets.filter((t) => !isTrusted(record, root, ticketTrustItem(root, ticketOf(t), t.path))).map((t) => t.id));
+}
+
+/** One problem line per ticket that may not start, for `pu queue` and `pu ticket list`. */
 export async function untrustedTicketProblems(state: EngineState, root: string, tickets: readonly TicketView[]): Promise<TicketProblem[]> {
-  const untrusted = await untrustedTicketIds(state, root, tickets);
+  if (tickets.length === 0) return [];
+  const read = await readTrust(state);
+  // Not the ticket's doing: `pu trust` would not help until the file is fixed.
+  if ("unreadable" in read) return tickets.map((t) => ({ file: t.path, message: `${t.id}: not started: trust.json cannot be read: ${read.unreadable}` }));
+  const untrusted = untrustedIn(read.record, root, tickets);
   return tickets.filter((t) => untrusted.has(t.id)).map((t) => ({ file: t.path, message: untrustedTicketMessage(t.id) }));
 }
 
-/** Whether a ticket being worked is still the one that was trusted (a hand edit since asks again). */
-export async function ticketStillTrusted(state: EngineState, root: string, view: TicketView): Promise<boolean> {
-  return (await untrustedTicketIds(state, root, [view])).size === 0;
+/** Whether a ticket being worked is still the one that was trusted (a hand edit since asks again), or why that cannot be told. */
+export async function ticketTrust(state: EngineState, root: string, view: TicketView): Promise<"trusted" | "edited" | { unreadable: string }> {
+  const read = await readTrust(state);
+  if ("unreadable" in read) return { unreadable: read.unreadable };
+  return isTrusted(read.record, root, ticketTrustItem(root, ticketOf(view), view.path)) ? "trusted" : "edited";
 }
