@@ -320,21 +320,19 @@ describe("agents through the daemon", () => {
     const client = await daemon.client();
     const binDir = path.dirname(FAKE_AGENT);
     const script = path.join(binDir, `fake-agent-copy-${process.pid}.mjs`);
+    // The agent's program is a link to node that goes away while the agent is suspended.
+    const program = path.join(binDir, `node-link-${process.pid}`);
     copyFileSync(FAKE_AGENT, script);
+    const { symlinkSync } = await import("node:fs");
+    symlinkSync(process.execPath, program);
     try {
       const repo = await makeProject(client);
-      const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: `${process.execPath} ${script}` });
+      const spawned = await client.request("spawn", { projectRoot: repo.root, root: true, command: `${program} ${script}` });
       trackAgentPid(spawned.agent.pid);
       await client.request("suspend", { projectRoot: repo.root, target: "all" });
-      // The command now names an interpreter that is gone.
       const m = manifestAgent(repo.root, spawned.agentId);
       expect(m?.suspended).toBe(true);
-      const brokenRoot = `${repo.root}-gone`;
-      const entryCommand = `${brokenRoot}/nothing-here ${script}`;
-      // Simulate "binary gone" by resuming an agent whose recorded command cannot be found.
-      const { readFileSync, writeFileSync } = await import("node:fs");
-      const file = path.join(repo.root, ".pu", "manifest.json");
-      writeFileSync(file, readFileSync(file, "utf8").replace(JSON.stringify(`${process.execPath} ${script}`), JSON.stringify(entryCommand)));
+      rmSync(program, { force: true });
       await expect(client.request("resume", { projectRoot: repo.root, agentId: spawned.agentId })).rejects.toMatchObject({
         code: "RESUME_FAILED",
       });
@@ -345,6 +343,7 @@ describe("agents through the daemon", () => {
       });
     } finally {
       rmSync(script, { force: true });
+      rmSync(program, { force: true });
     }
   });
 
