@@ -3,13 +3,14 @@
 // proves itself with that secret to get a one-time login link or to stop it. The link's token
 // never goes on a command line (it would show in `ps`): it is printed, or put in a 0600 file
 // the browser is pointed at.
-import { closeSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { closeSync, existsSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { PuError } from "@pu/core/errors";
 import { ensurePuHome } from "@pu/core/paths";
-import { hostAndPort, parseWebServerFile, webLogPath, webOrigin, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
+import { hostAndPort, parseWebServerFile, webLogPath, webOpenPagePath, webOrigin, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
 import { isProcessAlive, waitForExit } from "./daemon-client.js";
 
 const START_TIMEOUT_MS = 10_000;
@@ -28,7 +29,37 @@ export interface WebServerRunning {
   started: boolean;
 }
 
-/** The server's record, or undefined when there is none or its process is gone. */
+/**
+ * The command line of a living process, its arguments split; undefined when it is gone. /proc
+ * where there is one, `ps` elsewhere (macOS), whose single line is split on spaces.
+ */
+function commandLineOf(pid: number): string[] | undefined {
+  if (!isProcessAlive(pid)) return undefined;
+  try {
+    if (existsSync("/proc/self/cmdline")) return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+    return execFileSync("ps", ["-o", "args=", "-p", String(pid)], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim().split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Is `pid` the pu-web server of this home? web.json outlives a server that was SIGKILLed, and its
+ * pid may since name an unrelated process: that one must never be signalled (the daemon's pid
+ * file is checked the same way, by its command line).
+ */
+function isWebServerOf(home: string, pid: number): boolean {
+  const argv = commandLineOf(pid);
+  if (!argv) return false;
+  return argv.some((arg) => path.basename(arg) === "pu-web") && ` ${argv.join(" ")} `.includes(` --home ${home} `);
+}
+
+/** SIGTERM to a server that does not answer, if its pid still names it (checked again just before). */
+function terminateWebServer(home: string, pid: number): void {
+  if (isWebServerOf(home, pid)) process.kill(pid, "SIGTERM");
+}
+
+/** The server's record, or undefined when there is none or its process is gone (or is not pu-web). */
 function readWebServerFile(home: string): WebServerFile | undefined {
   const filePath = webServerFilePath(home);
   let text: string;
@@ -38,7 +69,7 @@ function readWebServerFile(home: string): WebServerFile | undefined {
     return undefined;
   }
   const file = parseWebServerFile(text, filePath);
-  return isProcessAlive(file.pid) ? file : undefined;
+  return isWebServerOf(home, file.pid) ? file : undefined;
 }
 
 function postToServer(file: WebServerFile, route: string): Promise<unknown> {
@@ -95,7 +126,7 @@ export async function ensureWebServer(home: string, options: WebStartOptions): P
       return { url: await loginUrl(running), port: running.port, pid: running.pid, started: false };
     } catch {
       // A server that does not answer is replaced below.
-      process.kill(running.pid, "SIGTERM");
+      terminateWebServer(home, running.pid);
       await waitForExit(running.pid, STOP_TIMEOUT_MS);
     }
   }
@@ -141,7 +172,7 @@ export async function stopWebServer(home: string): Promise<{ wasRunning: boolean
   try {
     await postToServer(file, "/cli/stop");
   } catch {
-    process.kill(file.pid, "SIGTERM");
+    terminateWebServer(home, file.pid);
   }
   if (!(await waitForExit(file.pid, STOP_TIMEOUT_MS))) throw new PuError("TIMEOUT", `pu web (pid ${file.pid}) did not exit within ${STOP_TIMEOUT_MS / 1000}s`);
   return { wasRunning: true, pid: file.pid };
@@ -149,15 +180,25 @@ export async function stopWebServer(home: string): Promise<{ wasRunning: boolean
 
 /**
  * Opens the login link in the person's browser without putting the token on any command line:
- * a 0600 page under $PU_HOME redirects to it, and the browser is given that file's path.
+ * a 0600 page under $PU_HOME redirects to it, and the browser is given that file's path. The
+ * server removes the page once its token is spent (or when it stops).
  * Returns false where no browser can be opened (no display, no opener).
  */
 export async function openInBrowser(home: string, url: string): Promise<boolean> {
   const opener = process.platform === "darwin" ? "open" : process.platform === "win32" ? undefined : "xdg-open";
   if (!opener || (process.platform === "linux" && !process.env.DISPLAY && !process.env.WAYLAND_DISPLAY)) return false;
-  const page = path.join(home, "web-open.html");
+  const page = webOpenPagePath(home);
   const escaped = url.replace(/&/g, "&amp;").replace(/"/g, "&quot;");
-  writeFileSync(page, `<!doctype html><meta http-equiv="refresh" content="0;url=${escaped}"><a href="${escaped}">Open pu</a>\n`, { mode: 0o600 });
+  // A fresh 0600 file renamed over the old one: an existing page's looser mode is never kept,
+  // and the browser never reads half a page.
+  const temp = `${page}.${process.pid}.tmp`;
+  try {
+    writeFileSync(temp, `<!doctype html><meta http-equiv="refresh" content="0;url=${escaped}"><a href="${escaped}">Open pu</a>\n`, { mode: 0o600, flag: "wx" });
+    renameSync(temp, page);
+  } catch (error) {
+    rmSync(temp, { force: true });
+    throw error;
+  }
   const { spawn } = await import("node:child_process");
   return new Promise((resolve) => {
     const child = spawn(opener, [page], { detached: true, stdio: "ignore" });

@@ -26,6 +26,14 @@ export function webServerFilePath(home: string): string {
   return join(home, "web.json");
 }
 
+/**
+ * The redirect to a login link that `pu web` points the browser at (so the token is never on a
+ * command line). 0600; the server removes it once its token is spent, and when it stops.
+ */
+export function webOpenPagePath(home: string): string {
+  return join(home, "web-open.html");
+}
+
 /** The server's own log (never holds a token or a secret). */
 export function webLogPath(home: string): string {
   return join(home, "web.log");
