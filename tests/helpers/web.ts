@@ -1,7 +1,9 @@
 // `pu web` for the tests: start it in a sandbox (its pid tracked like the daemon's), fresh
-// login links, raw HTTP requests with chosen headers, and the Chromium the machine has.
-import { existsSync, readFileSync } from "node:fs";
+// login links, `pu web` opening a "browser", raw HTTP requests with chosen headers, and the
+// Chromium the machine has.
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
+import path from "node:path";
 import type { PuSandbox } from "./pu-sandbox.js";
 
 export interface WebStarted {
@@ -48,15 +50,36 @@ export function sessionCookie(res: RawResponse): string {
   return (first ?? "").split(";")[0] ?? "";
 }
 
-/** Logs in with a fresh link; returns the cookie and the page's CSRF token. */
-export async function login(sb: PuSandbox, port: number): Promise<{ cookie: string; csrf: string }> {
+/** The session key a login response hands the page in its redirect's fragment (`/#pu-key=KEY`). */
+export function sessionKeyOf(res: RawResponse): string {
+  return /^\/#pu-key=([A-Za-z0-9_-]+)$/.exec(String(res.headers.location ?? ""))?.[1] ?? "";
+}
+
+/** Logs in with a fresh link; returns the cookie and the session's key. */
+export async function login(sb: PuSandbox, port: number): Promise<{ cookie: string; key: string }> {
   const { url } = await startWeb(sb);
-  const host = `127.0.0.1:${port}`;
-  const res = await rawRequest(port, "GET", `/login?token=${tokenOf(url)}`, { host });
-  const cookie = sessionCookie(res);
-  const page = await rawRequest(port, "GET", "/", { host, cookie });
-  const csrf = /name="pu-csrf" content="([^"]+)"/.exec(page.body)?.[1] ?? "";
-  return { cookie, csrf };
+  const res = await rawRequest(port, "GET", `/login?token=${tokenOf(url)}`, { host: `127.0.0.1:${port}` });
+  return { cookie: sessionCookie(res), key: sessionKeyOf(res) };
+}
+
+/**
+ * `pu web` as a person runs it, with a display: it writes its redirect page and hands it to
+ * `xdg-open`. The machine's opener would start a real browser; this one (first on PATH) writes
+ * down the file it was given, for the test to load in Chromium exactly as a browser would.
+ */
+export async function openWeb(sb: PuSandbox): Promise<{ openedFile: string; stdout: string }> {
+  const bin = path.join(sb.base, "opener-bin");
+  const record = path.join(sb.base, "opened.txt");
+  mkdirSync(bin, { recursive: true });
+  writeFileSync(path.join(bin, "xdg-open"), `#!/bin/sh\nprintf '%s' "$1" > '${record}'\n`);
+  chmodSync(path.join(bin, "xdg-open"), 0o755);
+  writeFileSync(record, "");
+  const run = await sb.pu(["web"], { env: { PATH: `${bin}:${process.env.PATH ?? ""}`, DISPLAY: ":0" } });
+  if (run.code !== 0) throw new Error(`pu web failed: ${run.stderr}`);
+  sb.trackPid(readWebFile(sb.home).pid);
+  const deadline = Date.now() + 5000;
+  while (readFileSync(record, "utf8") === "" && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  return { openedFile: readFileSync(record, "utf8"), stdout: run.stdout };
 }
 
 const CHROMIUM_PATHS = [process.env.PU_TEST_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"];

@@ -3,22 +3,33 @@
 //      port): anything else is 403 before anything else is looked at, which is what defeats
 //      DNS rebinding (a page on evil.example resolved to 127.0.0.1 still sends its own Host).
 //   2. A WebSocket upgrade must carry an Origin of this server (403).
-//   3. A session cookie (HttpOnly, SameSite=Strict), got by trading a one-time login token
-//      from `pu web`'s URL; none: 401.
-//   4. Every POST carries the session's CSRF token in a header a cross-site form cannot set.
+//   3. The page's own files (/, /assets/*) hold no secret and are served to anyone past 1–2.
+//   4. Everything else needs the session cookie (HttpOnly, SameSite=Strict, got by trading a
+//      one-time login token from `pu web`'s URL) AND the session's key: 401 otherwise. The cookie
+//      alone is not enough because cookies are scoped by host, not port (RFC 6265 §8.5): every
+//      other service on 127.0.0.1 the browser visits receives it. The key reaches the page once,
+//      in the login redirect's URL fragment, and is sent back in a header (/api) or as a
+//      WebSocket subprotocol — nothing another local service is ever given.
+//   5. Every POST is same-site JSON (a cross-site form cannot send the key header either).
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage } from "node:http";
 import { hostAndPort } from "@pu/core/web-server-file";
+import { KEY_HEADER, KEY_SUBPROTOCOL_PREFIX } from "./page/session-key.js";
 
 /** A login link unused for this long stops working. */
 const LOGIN_TOKEN_TTL_MS = 15 * 60_000;
 /** Outstanding login links kept at most (the oldest is dropped). */
 const MAX_LOGIN_TOKENS = 64;
-const CSRF_HEADER = "x-pu-csrf";
 
 export interface Session {
-  csrf: string;
+  /** Proves a request comes from the page that logged in, not just from a browser holding the cookie. */
+  key: string;
   createdAt: number;
+}
+
+export interface NewSession {
+  id: string;
+  key: string;
 }
 
 const hash = (value: string): string => createHash("sha256").update(value).digest("base64url");
@@ -64,7 +75,7 @@ export class AccessGuard {
   }
 
   /**
-   * For state-changing requests, on top of the CSRF token: an Origin, when the browser sends
+   * For state-changing requests, on top of the session key: an Origin, when the browser sends
    * one, must be this server's, and Fetch Metadata must not say cross-site.
    */
   requestFromThisSite(req: IncomingMessage): boolean {
@@ -89,25 +100,29 @@ export class AccessGuard {
     return token;
   }
 
-  /** Trades an unused, unexpired login token for a new session id (the token is spent either way). */
-  redeemLoginToken(token: string, now = Date.now()): string | undefined {
+  /** Trades an unused, unexpired login token for a new session (the token is spent either way). */
+  redeemLoginToken(token: string, now = Date.now()): NewSession | undefined {
     this.dropExpired(now);
-    const key = hash(token);
-    if (!this.loginTokens.has(key)) return undefined;
-    this.loginTokens.delete(key);
-    const sessionId = randomBytes(32).toString("base64url");
-    this.sessions.set(hash(sessionId), { csrf: randomBytes(24).toString("base64url"), createdAt: now });
-    return sessionId;
+    const tokenHash = hash(token);
+    if (!this.loginTokens.has(tokenHash)) return undefined;
+    this.loginTokens.delete(tokenHash);
+    const id = randomBytes(32).toString("base64url");
+    const key = randomBytes(24).toString("base64url");
+    this.sessions.set(hash(id), { key, createdAt: now });
+    return { id, key };
   }
 
-  session(req: IncomingMessage): Session | undefined {
+  /**
+   * The session when the request has both its cookie and its key: the key in the `x-pu-key`
+   * header, or — for a WebSocket upgrade, where a browser can set no header — offered as the
+   * subprotocol `pu-key.KEY`.
+   */
+  session(req: IncomingMessage, keyIn: "header" | "subprotocol"): Session | undefined {
     const id = cookieValue(req.headers.cookie, this.cookieName);
-    return id === undefined ? undefined : this.sessions.get(hash(id));
-  }
-
-  csrfMatches(req: IncomingMessage, session: Session): boolean {
-    const sent = req.headers[CSRF_HEADER];
-    return typeof sent === "string" && sameSecret(sent, session.csrf);
+    const session = id === undefined ? undefined : this.sessions.get(hash(id));
+    if (!session) return undefined;
+    const sent = keyIn === "header" ? req.headers[KEY_HEADER] : keyFromSubprotocols(req.headers["sec-websocket-protocol"]);
+    return typeof sent === "string" && sameSecret(sent, session.key) ? session : undefined;
   }
 
   /** Set-Cookie for a new session: no Max-Age (it ends with the browser), HttpOnly, SameSite=Strict. */
@@ -127,4 +142,10 @@ function cookieValue(header: string | undefined, name: string): string | undefin
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return undefined;
+}
+
+function keyFromSubprotocols(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const offered = header.split(",").map((p) => p.trim()).find((p) => p.startsWith(KEY_SUBPROTOCOL_PREFIX));
+  return offered?.slice(KEY_SUBPROTOCOL_PREFIX.length);
 }

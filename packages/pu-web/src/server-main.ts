@@ -5,7 +5,7 @@
 import { readFileSync, rmSync } from "node:fs";
 import { parseArgs } from "node:util";
 import writeFileAtomic from "write-file-atomic";
-import { LOOPBACK_HOSTS, webLogPath, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
+import { LOOPBACK_HOSTS, webLogPath, webOpenPagePath, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
 import { AccessGuard } from "./access-guard.js";
 import { DaemonBridge } from "./daemon-bridge.js";
 import { listenAll } from "./listen.js";
@@ -57,7 +57,7 @@ export async function runWebServerFromArgv(argv: string[]): Promise<void> {
     process.stderr.write(`pu-web: cannot reach the pu daemon: ${error instanceof Error ? error.message : String(error)}\n`);
     process.exit(4);
   }
-  const server = new WebServer(bridge, log);
+  const server = new WebServer(bridge, log, webOpenPagePath(args.home));
   const addresses = args.bind === undefined ? ["127.0.0.1", "::1"] : [args.bind];
   const { port, listening } = await listenAll(server.makeHttpServer, addresses, args.port);
   const guard = new AccessGuard(args.bind === undefined ? LOOPBACK_HOSTS : [args.bind], port);

@@ -1,7 +1,7 @@
 // The HTTP and WebSocket routes of `pu web`. Every request passes the access guard in the order
-// docs/web.md gives (Host, then Origin for upgrades, then the session, then CSRF for POSTs);
-// a refusal says only its status code, nothing about why.
-import { readFileSync } from "node:fs";
+// docs/web.md gives (Host, then Origin for upgrades, then — past the page's own files — the
+// session cookie and key, then same-site JSON for POSTs); a refusal says only its status code.
+import { readFileSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import path from "node:path";
 import type { Duplex } from "node:stream";
@@ -11,10 +11,13 @@ import { isPuError } from "@pu/core/errors";
 import { RequestSchemas } from "@pu/ipc/protocol";
 import type { AccessGuard } from "./access-guard.js";
 import { fieldNotFromThePage, isPageRequest, type DaemonBridge } from "./daemon-bridge.js";
+import { KEY_FRAGMENT_PREFIX, PAGE_SUBPROTOCOL } from "./page/session-key.js";
 import { bridgeTerminal } from "./terminal-bridge.js";
 import type { EventLog } from "@pu/core/event-log";
 
 const MAX_BODY_BYTES = 1024 * 1024;
+/** A WebSocket frame larger than this closes that socket (1009); the page sends keys in 64 KiB pieces. */
+const MAX_FRAME_BYTES = 1024 * 1024;
 /** A status socket that cannot take this much is dropped (the page reconnects and gets a snapshot). */
 const STATUS_SOCKET_LIMIT = 8 * 1024 * 1024;
 
@@ -72,39 +75,49 @@ function sendJson(res: ServerResponse, status: number, value: unknown): void {
   res.end(JSON.stringify(value));
 }
 
+/** The body, or undefined once it passes MAX_BODY_BYTES (what follows is read and dropped, never kept). */
 function readBody(req: IncomingMessage): Promise<Buffer | undefined> {
   return new Promise((resolve, reject) => {
+    if (Number(req.headers["content-length"] ?? 0) > MAX_BODY_BYTES) {
+      req.resume();
+      resolve(undefined);
+      return;
+    }
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on("data", (chunk: Buffer) => {
+    const collect = (chunk: Buffer) => {
       size += chunk.byteLength;
-      if (size > MAX_BODY_BYTES) {
-        resolve(undefined);
-        req.destroy();
-        return;
-      }
-      chunks.push(chunk);
-    });
+      if (size <= MAX_BODY_BYTES) return void chunks.push(chunk);
+      req.off("data", collect);
+      req.resume();
+      resolve(undefined);
+    };
+    req.on("data", collect);
     req.on("end", () => resolve(Buffer.concat(chunks)));
     req.on("error", reject);
   });
 }
 
-/** Escapes a value for an HTML attribute (the CSRF token is base64url, but nothing is assumed). */
-function attr(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** The ws subprotocol choice: the page offers `pu` (and its key as another); nothing else is spoken. */
+function pickSubprotocol(offered: Set<string>): string | false {
+  return offered.has(PAGE_SUBPROTOCOL) ? PAGE_SUBPROTOCOL : false;
 }
 
 export class WebServer {
   private guard: AccessGuard | undefined;
   private readonly assets = loadAssets();
   private readonly servers: Server[] = [];
-  private readonly sockets = new WebSocketServer({ noServer: true, maxPayload: 1024 * 1024 });
+  private readonly sockets = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES, handleProtocols: pickSubprotocol });
   private stopListener: (() => void) | undefined;
 
+  /**
+   * @param openPage `$PU_HOME/web-open.html`, the redirect `pu web` points the browser at: removed
+   *   once the login token it holds is spent (and when the server stops), so it never lingers.
+   */
   constructor(
     private readonly bridge: DaemonBridge,
     private readonly log: EventLog,
+    private readonly openPage: string,
   ) {}
 
   /** A new HTTP server with this server's routes (one per listening address). */
@@ -124,6 +137,7 @@ export class WebServer {
   }
 
   close(): void {
+    rmSync(this.openPage, { force: true });
     for (const client of this.sockets.clients) client.close(1001, "pu web is stopping");
     for (const server of this.servers) {
       server.close();
@@ -147,19 +161,24 @@ export class WebServer {
     if (url.pathname === "/login") return this.login(guard, url, res);
     if (url.pathname.startsWith("/cli/")) return this.cliRoute(guard, req, res, url.pathname, method);
 
-    const session = guard.session(req);
-    if (!session) return refuse(res, 401);
-
+    // The page's own files hold no secret, so they need no session. This is also what makes the
+    // first open work: `pu web` starts the browser on a file:// redirect, and after that
+    // cross-site chain Chromium withholds the SameSite=Strict cookie from the final GET /
+    // (the page's own requests afterwards are same-site and carry it).
     if (method === "GET" || method === "HEAD") {
-      if (url.pathname === "/") return this.page(res, session.csrf);
+      if (url.pathname === "/") return this.asset(res, "index.html");
       if (url.pathname.startsWith("/assets/")) return this.asset(res, url.pathname.slice("/assets/".length));
+    }
+
+    if (!guard.session(req, "header")) return refuse(res, 401);
+    if (method === "GET" || method === "HEAD") {
       if (url.pathname === "/api/projects") return sendJson(res, 200, { projects: this.bridge.projects() });
       return refuse(res, 404);
     }
     if (method !== "POST") return refuse(res, 405);
-    // A state-changing request: same site, and the session's CSRF token in a header that a
-    // cross-site form cannot set (and a cross-site fetch cannot send without a preflight).
-    if (!guard.requestFromThisSite(req) || !guard.csrfMatches(req, session)) return refuse(res, 403);
+    // A state-changing request: same site, JSON (which a cross-site form cannot send, and a
+    // cross-site fetch cannot without a preflight this server never grants).
+    if (!guard.requestFromThisSite(req)) return refuse(res, 403);
     if (!String(req.headers["content-type"] ?? "").startsWith("application/json")) return refuse(res, 415);
     if (url.pathname === "/api/request") return this.daemonRequest(req, res);
     return refuse(res, 404);
@@ -167,15 +186,27 @@ export class WebServer {
 
   private login(guard: AccessGuard, url: URL, res: ServerResponse): void {
     const token = url.searchParams.get("token");
-    const sessionId = token ? guard.redeemLoginToken(token) : undefined;
-    if (!sessionId) {
+    const session = token ? guard.redeemLoginToken(token) : undefined;
+    if (!token || !session) {
       this.log.event("login_refused");
       return refuse(res, 401);
     }
     this.log.event("login");
-    // The redirect drops the token from the address bar and history.
-    res.writeHead(303, { ...SECURITY_HEADERS, location: "/", "set-cookie": guard.sessionCookie(sessionId) });
+    this.removeOpenPageHolding(token);
+    // The redirect drops the token from the address bar and history, and hands the page its
+    // session key in the fragment, which the browser never sends to any server; the page moves
+    // it to localStorage and clears the address bar.
+    res.writeHead(303, { ...SECURITY_HEADERS, location: `/${KEY_FRAGMENT_PREFIX}${session.key}`, "set-cookie": guard.sessionCookie(session.id) });
     res.end();
+  }
+
+  /** web-open.html is worthless once its token is spent; a newer one (another token) is left alone. */
+  private removeOpenPageHolding(token: string): void {
+    try {
+      if (readFileSync(this.openPage, "utf8").includes(token)) rmSync(this.openPage, { force: true });
+    } catch {
+      // none (`pu web --no-open`), or gone already
+    }
   }
 
   /** What `pu web` asks with the per-start secret from web.json: a login link, or to stop. */
@@ -191,17 +222,9 @@ export class WebServer {
     refuse(res, 404);
   }
 
-  private page(res: ServerResponse, csrf: string): void {
-    const index = this.assets.get("index.html");
-    if (!index) return refuse(res, 404);
-    const html = index.body.toString("utf8").replace("__PU_CSRF__", attr(csrf));
-    res.writeHead(200, { ...SECURITY_HEADERS, "content-type": index.type });
-    res.end(html);
-  }
-
   private asset(res: ServerResponse, name: string): void {
     const asset = this.assets.get(name);
-    if (!asset || name === "index.html") return refuse(res, 404);
+    if (!asset) return refuse(res, 404);
     res.writeHead(200, { ...SECURITY_HEADERS, "content-type": asset.type });
     res.end(asset.body);
   }
@@ -209,14 +232,17 @@ export class WebServer {
   private async daemonRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
     if (!body) return refuse(res, 413);
-    let parsed: { type?: unknown; fields?: unknown };
+    let parsed: unknown;
     try {
-      parsed = JSON.parse(body.toString("utf8")) as typeof parsed;
+      parsed = JSON.parse(body.toString("utf8"));
     } catch {
       return sendJson(res, 400, { ok: false, code: "INVALID_ARGUMENT", message: "the request body is not JSON" });
     }
-    const type = parsed.type;
-    const fields = (parsed.fields ?? {}) as Record<string, unknown>;
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      return sendJson(res, 400, { ok: false, code: "INVALID_ARGUMENT", message: "the request body must be a JSON object {type, fields}" });
+    }
+    const { type, fields: givenFields } = parsed as { type?: unknown; fields?: unknown };
+    const fields = (givenFields ?? {}) as Record<string, unknown>;
     if (typeof type !== "string" || !isPageRequest(type) || typeof fields !== "object" || fields === null || Array.isArray(fields)) {
       return sendJson(res, 400, { ok: false, code: "INVALID_ARGUMENT", message: "not a request the page may make" });
     }
@@ -245,19 +271,29 @@ export class WebServer {
     const guard = this.guard;
     if (!guard) return refuseUpgrade(socket, 503);
     if (!guard.hostAllowed(req) || !guard.originAllowed(req)) return refuseUpgrade(socket, 403);
-    if (!guard.session(req)) return refuseUpgrade(socket, 401);
+    if (!guard.session(req, "subprotocol")) return refuseUpgrade(socket, 401);
     const url = new URL(req.url ?? "/", "http://pu.invalid");
     if (url.pathname === "/ws/status") {
-      this.sockets.handleUpgrade(req, socket, head, (ws) => this.statusSocket(ws));
+      this.sockets.handleUpgrade(req, socket, head, (ws) => this.statusSocket(this.closeOnFrameErrors(ws, url.pathname)));
       return;
     }
     const agentId = url.searchParams.get("agent");
     if (url.pathname === "/ws/terminal" && agentId && /^ag-[A-Za-z0-9_-]{1,64}$/.test(agentId)) {
       const readOnly = url.searchParams.get("readOnly") === "1";
-      this.sockets.handleUpgrade(req, socket, head, (ws) => void bridgeTerminal(ws, this.bridge, { agentId, readOnly }, this.log));
+      this.sockets.handleUpgrade(req, socket, head, (ws) => void bridgeTerminal(this.closeOnFrameErrors(ws, url.pathname), this.bridge, { agentId, readOnly }, this.log));
       return;
     }
     refuseUpgrade(socket, 404);
+  }
+
+  /**
+   * A frame over MAX_FRAME_BYTES, invalid UTF-8 in a text frame, a bad opcode: ws starts closing
+   * that socket itself (1009, 1007, 1002) and emits `error`, which — with no listener — would be
+   * thrown and end the whole server. Logged (the code, never the frame); only that socket goes.
+   */
+  private closeOnFrameErrors(ws: WebSocket, route: string): WebSocket {
+    ws.on("error", (error: Error & { code?: string }) => this.log.event("socket_error", { route, code: error.code, message: error.message }));
+    return ws;
   }
 
   /** The live agent list: a snapshot of every project, then each status event as it comes. */

@@ -1,6 +1,6 @@
 // The guard's rules that the end-to-end tests cannot reach in reasonable time or from a real
 // browser: a login link's expiry and the cap on outstanding links, IPv6 and mixed-case Host
-// headers, a session cookie among others, and Fetch Metadata saying cross-site.
+// headers, a session cookie among others and the key it needs, and Fetch Metadata saying cross-site.
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
 import { AccessGuard } from "../src/access-guard.js";
@@ -24,7 +24,7 @@ describe("AccessGuard", () => {
     const g = guard();
     const now = 1_000_000;
     const token = g.mintLoginToken(now);
-    expect(g.redeemLoginToken(token, now + 1000)).toBeTypeOf("string");
+    expect(g.redeemLoginToken(token, now + 1000)).toBeDefined();
     expect(g.redeemLoginToken(token, now + 2000)).toBeUndefined();
     const late = g.mintLoginToken(now);
     expect(g.redeemLoginToken(late, now + 15 * 60_000)).toBeUndefined();
@@ -34,19 +34,33 @@ describe("AccessGuard", () => {
     const g = guard();
     const tokens = Array.from({ length: 65 }, () => g.mintLoginToken(5));
     expect(g.redeemLoginToken(tokens[0]!, 6)).toBeUndefined();
-    expect(g.redeemLoginToken(tokens[1]!, 6)).toBeTypeOf("string");
-    expect(g.redeemLoginToken(tokens[64]!, 6)).toBeTypeOf("string");
+    expect(g.redeemLoginToken(tokens[1]!, 6)).toBeDefined();
+    expect(g.redeemLoginToken(tokens[64]!, 6)).toBeDefined();
   });
 
-  it("finds the session cookie among others; its CSRF token must match exactly", () => {
+  it("a session needs its cookie (found among others) and its key; either alone is nothing", () => {
     const g = guard();
-    const id = g.redeemLoginToken(g.mintLoginToken())!;
-    const session = g.session(request({ cookie: `theme=dark; ${g.cookieName}=${id}; other=1` }));
-    expect(session).toBeDefined();
-    expect(g.session(request({ cookie: `pu_session_7421=${id}` }))).toBeUndefined();
-    expect(g.csrfMatches(request({ "x-pu-csrf": session!.csrf }), session!)).toBe(true);
-    expect(g.csrfMatches(request({ "x-pu-csrf": `${session!.csrf}x` }), session!)).toBe(false);
-    expect(g.csrfMatches(request({}), session!)).toBe(false);
+    const { id, key } = g.redeemLoginToken(g.mintLoginToken())!;
+    const cookie = `theme=dark; ${g.cookieName}=${id}; other=1`;
+    expect(g.session(request({ cookie, "x-pu-key": key }), "header")).toBeDefined();
+    expect(g.session(request({ cookie }), "header")).toBeUndefined();
+    expect(g.session(request({ cookie, "x-pu-key": `${key}x` }), "header")).toBeUndefined();
+    expect(g.session(request({ "x-pu-key": key }), "header")).toBeUndefined();
+    expect(g.session(request({ cookie: `pu_session_7421=${id}`, "x-pu-key": key }), "header")).toBeUndefined();
+    // Another session's key does not open this one.
+    const other = g.redeemLoginToken(g.mintLoginToken())!;
+    expect(g.session(request({ cookie, "x-pu-key": other.key }), "header")).toBeUndefined();
+  });
+
+  it("a WebSocket upgrade brings the key as the subprotocol pu-key.KEY, not as a header", () => {
+    const g = guard();
+    const { id, key } = g.redeemLoginToken(g.mintLoginToken())!;
+    const cookie = `${g.cookieName}=${id}`;
+    expect(g.session(request({ cookie, "sec-websocket-protocol": `pu, pu-key.${key}` }), "subprotocol")).toBeDefined();
+    expect(g.session(request({ cookie, "sec-websocket-protocol": `pu-key.${key},pu` }), "subprotocol")).toBeDefined();
+    expect(g.session(request({ cookie, "sec-websocket-protocol": "pu" }), "subprotocol")).toBeUndefined();
+    expect(g.session(request({ cookie, "sec-websocket-protocol": "pu, pu-key." }), "subprotocol")).toBeUndefined();
+    expect(g.session(request({ cookie, "x-pu-key": key }), "subprotocol")).toBeUndefined();
   });
 
   it("a request Fetch Metadata calls cross-site, or from another origin, is not from this site", () => {

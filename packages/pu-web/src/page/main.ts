@@ -1,6 +1,8 @@
-// The page's entry: the status socket, the router (`#/…`), and the header. Each view draws
-// into <main> and returns what stops it (sockets, listeners) when the person goes elsewhere.
+// The page's entry: the session key from the login redirect, the status socket, the router
+// (`#/…`), and the header. Each view draws into <main> and returns what stops it (sockets,
+// listeners) when the person goes elsewhere.
 import { renderAgents } from "./agents-view.js";
+import { hasSessionKey, isSignedOut, markSignedOut, SIGNED_OUT_LINE, takeKeyFromAddress, whenSignedOut } from "./api.js";
 import { renderDiff } from "./diff-view.js";
 import { h } from "./dom.js";
 import { renderGroups } from "./groups-view.js";
@@ -24,6 +26,7 @@ const NAV: [string, string][] = [
 
 function route(): void {
   stopView();
+  if (isSignedOut()) return;
   const hash = location.hash || "#/";
   const [path = "", query = ""] = hash.slice(1).split("?");
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
@@ -40,7 +43,7 @@ function route(): void {
 function header(): void {
   const connection = h("span", { id: "connection", "data-connected": "false" }, "connecting…");
   store.onStatus(() => {
-    connection.textContent = store.connected ? "live" : "reconnecting…";
+    connection.textContent = store.connected ? "live" : isSignedOut() ? "signed out" : "reconnecting…";
     connection.setAttribute("data-connected", String(store.connected));
   });
   const notifications =
@@ -51,9 +54,19 @@ function header(): void {
   document.getElementById("top")!.append(h("strong", { className: "brand" }, "pu"), h("nav", {}, ...NAV.map(([href, label]) => h("a", { href }, label))), connection, notifications ?? "");
 }
 
+// Without a key (a page opened by hand, a bookmark, a server restarted since) nothing here can
+// work: one line says what to do instead of views that fail one by one.
+whenSignedOut(() => {
+  stopView();
+  stopView = () => undefined;
+  view.replaceChildren(h("p", { className: "signed-out", "data-signed-out": "true" }, SIGNED_OUT_LINE));
+  document.getElementById("connection")?.replaceChildren("signed out");
+});
+takeKeyFromAddress();
 header();
+if (!hasSessionKey()) markSignedOut();
 watchForWaits();
-store.connect();
+if (!isSignedOut()) store.connect();
 // The first snapshot may come after the first draw: projects are needed by the forms.
 let firstSnapshot = true;
 store.onStatus(() => {

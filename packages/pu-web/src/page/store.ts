@@ -2,7 +2,7 @@
 // server's status socket (one snapshot, then each event), and a tick for "state.json changed"
 // that the queue, groups, plans and usage views re-ask on.
 import type { AgentView, StatusReport, WorktreeView } from "@pu/ipc/protocol";
-import { socketUrl } from "./api.js";
+import { isSignedOut, openSocket, sessionStillValid } from "./api.js";
 
 interface ProjectState {
   root: string;
@@ -32,7 +32,7 @@ class Store {
   private retryMs = 250;
 
   connect(): void {
-    const ws = new WebSocket(socketUrl("/ws/status"));
+    const ws = openSocket("/ws/status");
     ws.onmessage = (message) => this.receive(JSON.parse(String(message.data)) as ServerEvent);
     ws.onopen = () => {
       this.connected = true;
@@ -41,8 +41,12 @@ class Store {
     ws.onclose = () => {
       this.connected = false;
       this.emitStatus();
-      setTimeout(() => this.connect(), this.retryMs);
-      this.retryMs = Math.min(this.retryMs * 2, 5000);
+      // A refused upgrade looks like any other close to a page: the server says which it was.
+      void sessionStillValid().then((valid) => {
+        if (!valid || isSignedOut()) return;
+        setTimeout(() => this.connect(), this.retryMs);
+        this.retryMs = Math.min(this.retryMs * 2, 5000);
+      });
     };
   }
 

@@ -9,7 +9,7 @@
 import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
 import { statusLabel } from "@pu/core/status-label";
-import { socketUrl } from "./api.js";
+import { openSocket, sessionStillValid } from "./api.js";
 import { agentActions } from "./agents-view.js";
 import { clear, h } from "./dom.js";
 import { store } from "./store.js";
@@ -18,6 +18,13 @@ const HIGH_WATER = 2 * 1024 * 1024;
 const LOW_WATER = 256 * 1024;
 /** Output this small, arriving when nothing waits to be drawn, skips the per-frame batch. */
 const DIRECT_WRITE_BYTES = 4096;
+/**
+ * Keys go to the server in binary frames of at most this much: the server closes a socket on a
+ * frame over 1 MiB, and a paste arrives from xterm as one string of any size. The bytes are cut
+ * after UTF-8 encoding, so no surrogate pair is split; a character cut across two frames is whole
+ * again in the PTY, which gets the frames' bytes in order.
+ */
+const INPUT_PIECE_BYTES = 64 * 1024;
 
 export function renderTerminal(view: HTMLElement, agentId: string, readOnly: boolean): () => void {
   clear(view);
@@ -49,7 +56,7 @@ export function renderTerminal(view: HTMLElement, agentId: string, readOnly: boo
   term.loadAddon(fit);
   term.open(host);
 
-  const ws = new WebSocket(socketUrl(`/ws/terminal?agent=${encodeURIComponent(agentId)}${readOnly ? "&readOnly=1" : ""}`));
+  const ws = openSocket(`/ws/terminal?agent=${encodeURIComponent(agentId)}${readOnly ? "&readOnly=1" : ""}`);
   ws.binaryType = "arraybuffer";
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
@@ -126,14 +133,17 @@ export function renderTerminal(view: HTMLElement, agentId: string, readOnly: boo
     else if (event.type === "notice" || event.type === "error") note.textContent = event.message ?? event.code ?? "";
     else if (event.type === "closed") note.textContent = "the terminal stream ended";
   };
-  ws.onclose = () => host.setAttribute("data-attached", "false");
+  ws.onclose = () => {
+    host.setAttribute("data-attached", "false");
+    void sessionStillValid();
+  };
 
-  const keys = term.onData((data) => {
-    if (!readOnly && ws.readyState === WebSocket.OPEN) ws.send(new TextEncoder().encode(data));
-  });
-  const binary = term.onBinary((data) => {
-    if (!readOnly && ws.readyState === WebSocket.OPEN) ws.send(Uint8Array.from(data, (c) => c.charCodeAt(0)));
-  });
+  const sendKeys = (bytes: Uint8Array) => {
+    if (readOnly || ws.readyState !== WebSocket.OPEN) return;
+    for (let at = 0; at < bytes.byteLength; at += INPUT_PIECE_BYTES) ws.send(bytes.subarray(at, at + INPUT_PIECE_BYTES));
+  };
+  const keys = term.onData((data) => sendKeys(new TextEncoder().encode(data)));
+  const binary = term.onBinary((data) => sendKeys(Uint8Array.from(data, (c) => c.charCodeAt(0))));
   const sendSize = () => {
     fit.fit();
     if (!readOnly) sendJson({ type: "resize", cols: term.cols, rows: term.rows });
