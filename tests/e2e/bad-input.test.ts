@@ -1,6 +1,6 @@
 // Every mistake a user can type gets one clear stderr line and the documented exit code:
 // 1 failure, 2 usage, 3 not found / not initialized, 4 daemon unavailable.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PuSandbox, type PuRun } from "../helpers/pu-sandbox.js";
@@ -143,5 +143,43 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
     await sb.ok(["daemon", "stop"]);
     expect(readFileSync(usageFile).equals(corrupt), "the corrupt usage.json is untouched").toBe(true);
   });
+
+  it("a corrupt projects.json is reported by pu daemon status and never overwritten: the other projects it lists are kept", async () => {
+    await sb.ok(["init"]);
+    await sb.ok(["daemon", "stop"]);
+    const projectsFile = path.join(sb.home, "projects.json");
+    const entries = `{ "root": "/srv/other-project", "lastSeenAt": "2026-01-01T00:00:00.000Z" }, { "root": ${JSON.stringify(sb.root)}, "lastSeenAt": "2026-01-01T00:00:00.000Z" }`;
+    const corrupt = Buffer.from(`{ "version": 1, "projects": [${entries},] }\n`);
+    writeFileSync(projectsFile, corrupt);
+    // The project still answers; nothing it does rewrites the file.
+    expect((await sb.pu(["status"])).code).toBe(0);
+    await sb.ok(["init"], { cwd: elsewhereRepo() });
+    const status = await sb.pu(["daemon", "status"]);
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(new RegExp(`^problem: ${escape(projectsFile)}: not valid JSON [^\n]*pu daemon restart`, "m"));
+    expect(readFileSync(projectsFile).equals(corrupt), "the corrupt projects.json is untouched").toBe(true);
+
+    // Fixed and restarted, the daemon remembers them all, and the new ones again.
+    writeFileSync(projectsFile, `{ "version": 1, "projects": [${entries}] }\n`);
+    await sb.ok(["daemon", "restart"]);
+    expect(await sb.ok(["daemon", "status"])).not.toContain("problem:");
+    await sb.ok(["status", "--project", elsewhereRepo()]);
+    const roots = (JSON.parse(readFileSync(projectsFile, "utf8")) as { projects: { root: string }[] }).projects.map((p) => p.root);
+    expect(roots).toEqual(["/srv/other-project", sb.root, elsewhereRepo()]);
+  });
+
+  /** A second git repository beside the sandbox's. */
+  function elsewhereRepo(): string {
+    const dir = path.join(sb.base, "second-repo");
+    if (!existsSync(dir)) {
+      mkdirSync(dir);
+      sb.git(["init", "-q", dir]);
+    }
+    return dir;
+  }
 });
+
+function escape(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
 

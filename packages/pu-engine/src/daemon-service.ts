@@ -49,6 +49,7 @@ export class DaemonService {
       agentCount: held.length,
       liveAgentCount: held.filter((a) => a.session.exitCode === null).length,
       projects: this.state.projects.list(),
+      ...(this.state.projects.problem !== undefined ? { problems: [this.state.projects.problem] } : {}),
     };
   }
 

@@ -25,6 +25,8 @@ export interface HealthResult {
   agentCount: number;
   liveAgentCount: number;
   projects: string[];
+  /** State files of the daemon's own it cannot use (one line each, naming the file): `pu daemon status` prints them. */
+  problems?: string[];
 }
 export interface HelloAck {
   protocolVersion: number;
