@@ -1,8 +1,9 @@
 // Where pu keeps things: the user-level home ($PU_HOME, default ~/.pu) and the
 // per-project `.pu/` directory. Tests always point PU_HOME at a temp dir.
+import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import { PuError } from "./errors.js";
 
 export function puHome(env: NodeJS.ProcessEnv = process.env): string {
@@ -86,6 +87,19 @@ export function configPath(root: string): string {
 
 export function worktreesDir(root: string): string {
   return join(puDir(root), "worktrees");
+}
+
+/**
+ * `$PU_HOME/hooks/<folder>-<hash>/`: the git hooks folder of one project's pu worktrees. It is in
+ * the home, not the project, because git runs every hook in the folder a worktree points at and a
+ * repository could otherwise carry hooks of its own there. Named like a host's mirror of the
+ * project (`hostMirrorPath`): its folder name, then a hash of its path, so two projects named
+ * alike never share one.
+ */
+export function projectHooksDir(home: string, projectRoot: string): string {
+  const base = basename(projectRoot).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 40) || "project";
+  const hash = createHash("sha256").update(projectRoot).digest("hex").slice(0, 10);
+  return join(home, "hooks", `${base}-${hash}`);
 }
 
 /**

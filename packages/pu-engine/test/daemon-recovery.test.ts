@@ -105,7 +105,7 @@ describe("recovery after a daemon crash", () => {
     const adopted = readManifest(repo.root).worktrees["wt-orphan01"];
     expect(adopted).toMatchObject({ id: "wt-orphan01", name: "half-done", branch: "pu/half-done", baseBranch: "main", path: orphan, status: "active", agents: {} });
     // Its pre_commit/pre_push gates are enforced like in any pu worktree.
-    expect(repo.git(["config", "--worktree", "--get", "core.hooksPath"], orphan)).toContain(path.join(".pu"));
+    expect(repo.git(["config", "--worktree", "--get", "core.hooksPath"], orphan)).toContain(path.join(daemon.home, "hooks"));
     expect(readManifest(repo.root).worktrees["wt-stray001"]).toBeUndefined();
     expect(existsSync(stray)).toBe(true);
 

@@ -1,6 +1,8 @@
 // Git-hook gates: pre_commit triggers block commits in pu's worktrees (through the real
 // hook scripts the daemon installs and a real `git commit`), never in the main checkout.
-import { chmodSync, existsSync, mkdirSync, realpathSync, writeFileSync } from "node:fs";
+// The hooks folder pu's worktrees run is pu's own, in the home: hooks a repository carries
+// never run, the person's own hooks do.
+import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,6 +41,23 @@ function commit(cwd: string, file: string, message: string): { ok: true } | { ok
   } catch (err) {
     return { ok: false, stderr: String((err as { stderr?: unknown }).stderr ?? err) };
   }
+}
+
+/** An executable hook script at `file` that appends its name and its stdin to `marker`. */
+function writeHook(file: string, marker: string): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  writeFileSync(file, `#!/bin/sh\necho "$(basename "$0")" >> '${marker}'\ncat >> '${marker}'\n`);
+  chmodSync(file, 0o755);
+}
+
+/** What a cloned repository can carry: `.pu/hooks/*`, committed with mode 755, each leaving a marker if run. */
+function commitRepositoryHooks(repo: { root: string; git(args: string[]): string }, markers: string): string[] {
+  const names = ["post-commit", "reference-transaction", "prepare-commit-msg", "post-checkout"];
+  for (const name of names) writeHook(path.join(repo.root, ".pu", "hooks", name), path.join(markers, `repo-${name}`));
+  // `-f`: pu init keeps .pu/ out of git status; a clone would have had them committed before.
+  repo.git(["add", "-f", "--", ".pu/hooks"]);
+  repo.git(["commit", "-q", "-m", "hooks a repository carries"]);
+  return names.map((name) => path.join(markers, `repo-${name}`));
 }
 
 describe("git-hook gates", () => {
@@ -133,5 +152,44 @@ describe("git-hook gates", () => {
     expect(result.runs[0]).toMatchObject({ exitCode: null, timedOut: true });
     expect(result.runs[0]?.outputTail).toContain("starting");
     expect(result.runs[0]?.durationMs).toBeLessThan(25_000);
+  });
+
+  it("a pu worktree runs pu's hooks and the person's own, never the hooks a repository carries in .pu/hooks", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const markers = path.join(path.dirname(repo.root), "markers");
+    mkdirSync(markers);
+    const planted = commitRepositoryHooks(repo, markers);
+    // The person's own hooks, in the repository's hooks folder: these are theirs to run.
+    writeHook(path.join(repo.root, ".git", "hooks", "post-commit"), path.join(markers, "user-post-commit"));
+    writeHook(path.join(repo.root, ".git", "hooks", "reference-transaction"), path.join(markers, "user-reference-transaction"));
+    writeHook(path.join(repo.root, ".git", "hooks", "pre-push"), path.join(markers, "user-pre-push"));
+    // A pre_push gate, so pu's own pre-push script does its work before chaining.
+    mkdirSync(path.join(repo.root, ".pu", "triggers"), { recursive: true });
+    writeFileSync(path.join(repo.root, ".pu", "triggers", "push-ok.yaml"), `on: pre_push\nsequence:\n  - gate: { run: "touch '${markers}/pu-pre-push-gate'" }\n`);
+    await trustProject(client, repo.root);
+
+    const spawned = await client.request("spawn", { projectRoot: repo.root, command: FAKE_AGENT_COMMAND, name: "clean" });
+    trackAgentPid(spawned.agent.pid);
+    const worktree = spawned.worktreePath ?? "";
+    const hooksPath = runGit(worktree, ["config", "--worktree", "--get", "core.hooksPath"]);
+    expect(hooksPath.startsWith(path.join(daemon.home, "hooks") + path.sep)).toBe(true);
+    rmSync(path.join(markers, "user-reference-transaction"), { force: true }); // the worktree's creation ran it in the main checkout
+
+    expect(commit(worktree, "work.txt", "work in a pu worktree")).toEqual({ ok: true });
+    for (const marker of planted) expect(existsSync(marker), marker).toBe(false);
+    expect(readFileSync(path.join(markers, "user-post-commit"), "utf8")).toContain("post-commit");
+    // Chained by exec: the person's hook still reads what git writes to the hook's stdin.
+    expect(readFileSync(path.join(markers, "user-reference-transaction"), "utf8")).toContain(" refs/heads/pu/clean");
+
+    const remote = path.join(path.dirname(repo.root), "remote.git");
+    runGit(path.dirname(repo.root), ["init", "-q", "--bare", remote]);
+    runGit(worktree, ["push", "-q", remote, "HEAD:refs/heads/pushed"]);
+    const prePush = readFileSync(path.join(markers, "user-pre-push"), "utf8");
+    expect(existsSync(path.join(markers, "pu-pre-push-gate"))).toBe(true);
+    expect(prePush).toContain("refs/heads/pushed");
+    expect(runGit(remote, ["rev-parse", "pushed"])).toBe(runGit(worktree, ["rev-parse", "HEAD"]));
+    for (const marker of planted) expect(existsSync(marker), marker).toBe(false);
   });
 });

@@ -3,12 +3,20 @@
 //
 // Installation, kept away from the user's own checkout: every worktree pu creates gets
 // a per-worktree `core.hooksPath` (`git config --worktree`, which needs
-// `extensions.worktreeConfig` in the repository) pointing at `<root>/.pu/hooks/`. The
-// main checkout's config is not touched beyond that extension flag, so its commits run
-// exactly the hooks they ran before. The scripts there run `pu gate <event>` only when
-// the repository is inside `<root>/.pu/worktrees/` and a trigger file mentions the
-// event, then chain to the hook the worktree would otherwise run (the repository's or
-// the user's global `core.hooksPath`, else `<git-common-dir>/hooks/<name>`).
+// `extensions.worktreeConfig` in the repository) pointing at the project's hooks folder in
+// the pu home, `$PU_HOME/hooks/<folder>-<hash>/` (`projectHooksDir`). Git runs every hook in
+// the folder a worktree points at, so that folder must be one pu writes entirely and no
+// repository can reach: an earlier pu pointed at `<root>/.pu/hooks/`, and a cloned
+// repository that committed `.pu/hooks/post-commit` had it run by the first commit in any pu
+// worktree, untrusted. The main checkout's config is not touched beyond that extension flag,
+// so its commits run exactly the hooks they ran before.
+//
+// The folder holds a script for every hook name git knows. `pre-commit` and `pre-push` run
+// `pu gate <event>` only when the repository is inside `<root>/.pu/worktrees/` and a trigger
+// file mentions the event; every script then chains (by `exec`, so a hook reading stdin
+// still gets it) to the hook the worktree would otherwise run: the repository's or the
+// user's global `core.hooksPath`, else `<git-common-dir>/hooks/<name>`. Without those
+// stubs the person's own post-commit or commit-msg hooks would not run in pu's worktrees.
 // Hooks are installed for every new worktree (not only when such a trigger exists), so
 // a trigger added later applies to worktrees that already exist.
 //
@@ -19,7 +27,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import writeFileAtomic from "write-file-atomic";
-import { puDir, worktreesDir } from "@pu/core/paths";
+import { projectHooksDir, worktreesDir } from "@pu/core/paths";
 import { shellQuote } from "@pu/core/template";
 import type { DaemonLog } from "../daemon-log.js";
 import { locatePuCli } from "../pu-cli-path.js";
@@ -34,11 +42,57 @@ export interface HookDeps {
 export type HookEvent = "pre_commit" | "pre_push";
 const HOOK_FILES: Record<HookEvent, string> = { pre_commit: "pre-commit", pre_push: "pre-push" };
 
-function hooksDir(root: string): string {
-  return path.join(puDir(root), "hooks");
+/**
+ * Every other hook git runs from a hooks folder (`git help hooks`), each only chaining to
+ * the person's own. Left out: `push-to-checkout`, whose mere presence replaces git's own
+ * update of a pushed-to checkout, so a stub with nothing to chain to would change what a
+ * push does.
+ */
+const CHAINED_HOOKS = [
+  "applypatch-msg",
+  "pre-applypatch",
+  "post-applypatch",
+  "pre-merge-commit",
+  "prepare-commit-msg",
+  "commit-msg",
+  "post-commit",
+  "pre-rebase",
+  "post-checkout",
+  "post-merge",
+  "pre-receive",
+  "update",
+  "proc-receive",
+  "post-receive",
+  "post-update",
+  "reference-transaction",
+  "pre-auto-gc",
+  "post-rewrite",
+  "sendemail-validate",
+  "fsmonitor-watchman",
+  "p4-changelist",
+  "p4-prepare-changelist",
+  "p4-post-changelist",
+  "p4-pre-submit",
+  "post-index-change",
+] as const;
+
+/** The tail of every script: hand over to the hook this worktree would run without pu. */
+function chainToUserHook(name: string, hooksDir: string): string {
+  const q = shellQuote;
+  return `# The hooks this worktree would run without pu: the repository's (or the user's global)
+# core.hooksPath, else <git-common-dir>/hooks. exec, so a hook reading stdin still gets it.
+common_dir=$(git rev-parse --git-common-dir 2>/dev/null) || exit 0
+case "$common_dir" in /*) ;; *) common_dir="$top/$common_dir" ;; esac
+user_hooks=$(git config --file "$common_dir/config" --get core.hooksPath 2>/dev/null) ||
+  user_hooks=$(git config --global --get core.hooksPath 2>/dev/null) ||
+  user_hooks="$common_dir/hooks"
+case "$user_hooks" in /*) ;; *) user_hooks="$top/$user_hooks" ;; esac
+if [ "$user_hooks" != ${q(hooksDir)} ] && [ -x "$user_hooks/${name}" ]; then exec "$user_hooks/${name}" "$@"; fi
+exit 0
+`;
 }
 
-function hookScript(opts: {
+function gateScript(opts: {
   root: string;
   home: string;
   event: HookEvent;
@@ -63,22 +117,29 @@ case "$top/" in
     fi
     ;;
 esac
-# The hooks this worktree would run without pu: the repository's (or the user's global)
-# core.hooksPath, else <git-common-dir>/hooks.
-common_dir=$(git rev-parse --git-common-dir 2>/dev/null) || exit 0
-case "$common_dir" in /*) ;; *) common_dir="$top/$common_dir" ;; esac
-user_hooks=$(git config --file "$common_dir/config" --get core.hooksPath 2>/dev/null) ||
-  user_hooks=$(git config --global --get core.hooksPath 2>/dev/null) ||
-  user_hooks="$common_dir/hooks"
-case "$user_hooks" in /*) ;; *) user_hooks="$top/$user_hooks" ;; esac
-if [ "$user_hooks" != ${q(opts.hooksDir)} ] && [ -x "$user_hooks/${name}" ]; then exec "$user_hooks/${name}" "$@"; fi
-exit 0
-`;
+${chainToUserHook(name, opts.hooksDir)}`;
+}
+
+function chainScript(name: string, hooksDir: string): string {
+  return `#!/bin/sh
+# Written by pu for its own worktrees (per-worktree core.hooksPath); pu rewrites it.
+# pu has nothing to do on ${name}: it only runs the repository's own ${name} hook.
+top=$(git rev-parse --show-toplevel 2>/dev/null) || top=$(pwd -P)
+${chainToUserHook(name, hooksDir)}`;
+}
+
+/** Writes a script unless it already says exactly that: a spawn rewrites only what changed. */
+async function writeScript(file: string, text: string): Promise<void> {
+  const current = await fs.readFile(file, "utf8").catch(() => undefined);
+  const mode = current === undefined ? undefined : (await fs.stat(file)).mode & 0o777;
+  if (current === text && mode === 0o755) return;
+  // Unique temp names: two spawns installing hooks at once must not trip over each other.
+  await writeFileAtomic(file, text, { mode: 0o755, fsync: true });
 }
 
 /**
- * Points a new pu worktree at pu's hook scripts (rewritten each time, so they name the
- * current CLI). Returns notes for the spawn's warnings; never throws.
+ * Points a new pu worktree at pu's hook scripts (rewritten when they changed, so they name
+ * the current CLI). Returns notes for the spawn's warnings; never throws.
  */
 export async function installWorktreeHooks(deps: HookDeps, root: string, worktreePath: string): Promise<string[]> {
   const { home, log } = deps;
@@ -88,13 +149,12 @@ export async function installWorktreeHooks(deps: HookDeps, root: string, worktre
   }
   const cli = locatePuCli();
   try {
-    const dir = hooksDir(root);
-    await fs.mkdir(dir, { recursive: true });
+    const dir = projectHooksDir(home, root);
+    await fs.mkdir(dir, { recursive: true, mode: 0o700 });
     for (const event of Object.keys(HOOK_FILES) as HookEvent[]) {
-      const file = path.join(dir, HOOK_FILES[event]);
-      // Unique temp names: two spawns installing hooks at once must not trip over each other.
-      await writeFileAtomic(file, hookScript({ root, home, event, node: process.execPath, cli, hooksDir: dir }), { mode: 0o755, fsync: true });
+      await writeScript(path.join(dir, HOOK_FILES[event]), gateScript({ root, home, event, node: process.execPath, cli, hooksDir: dir }));
     }
+    for (const name of CHAINED_HOOKS) await writeScript(path.join(dir, name), chainScript(name, dir));
     await withRepoLock(root, async () => {
       const flag = (await gitProbe(root, ["config", "--local", "--get", "extensions.worktreeConfig"])).stdout.trim();
       if (flag !== "true") await git(root, ["config", "--local", "extensions.worktreeConfig", "true"]);
