@@ -8,7 +8,7 @@ import { canResume } from "@pu/core/agent-types";
 import { loadConfig, resolveAgentType } from "@pu/core/config";
 import { isSameProcess, terminateProcess, terminateProcessGroup } from "./process-info.js";
 import { nowIso, type EngineState } from "./state.js";
-import { installWorktreeHooks } from "./git/hooks.js";
+import { installWorktreeHooks, repointLegacyHooks } from "./git/hooks.js";
 import { findStrayAgents } from "./stray-agents.js";
 import { settleInterruptedMerge } from "./git/merge.js";
 import { currentBranch, listGitWorktrees } from "./git/runner.js";
@@ -151,6 +151,8 @@ async function recoverProject(state: EngineState, root: string): Promise<void> {
   const manifest = await state.store.read(root);
   await settleMerges(state, root, manifest);
   await adoptUnrecordedWorktrees(state, root, manifest);
+  // Worktrees an earlier pu pointed at the repository's own .pu/hooks/ (which a clone can fill).
+  await repointLegacyHooks(state, root);
   const stale = listAgents(manifest).filter(({ agent }) => isAliveStatus(agent.status) && !agent.suspended);
   if (stale.length === 0) return;
 

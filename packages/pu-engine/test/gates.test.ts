@@ -192,4 +192,31 @@ describe("git-hook gates", () => {
     expect(runGit(remote, ["rev-parse", "pushed"])).toBe(runGit(worktree, ["rev-parse", "HEAD"]));
     for (const marker of planted) expect(existsSync(marker), marker).toBe(false);
   });
+
+  it("a worktree an earlier pu pointed at <root>/.pu/hooks is re-pointed at pu's own hooks when the daemon starts", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const markers = path.join(path.dirname(repo.root), "markers");
+    mkdirSync(markers);
+    const [postCommit = ""] = commitRepositoryHooks(repo, markers);
+    const spawned = await client.request("spawn", { projectRoot: repo.root, command: "sleep 60", name: "older" });
+    trackAgentPid(spawned.agent.pid);
+    const worktree = spawned.worktreePath ?? "";
+    const ours = runGit(worktree, ["config", "--worktree", "--get", "core.hooksPath"]);
+    // What an earlier pu left: the worktree on the repository's own .pu/hooks, which runs what it carries.
+    const legacy = path.join(repo.root, ".pu", "hooks");
+    runGit(worktree, ["config", "--worktree", "core.hooksPath", legacy]);
+    expect(commit(worktree, "before.txt", "before the restart")).toEqual({ ok: true });
+    expect(existsSync(postCommit)).toBe(true);
+    rmSync(postCommit);
+    await daemon.stop();
+
+    await startTestDaemon(daemon.home);
+    expect(runGit(worktree, ["config", "--worktree", "--get", "core.hooksPath"])).toBe(ours);
+    expect(commit(worktree, "after.txt", "after the restart")).toEqual({ ok: true });
+    expect(existsSync(postCommit)).toBe(false);
+    // The repository's files are the person's: left where they are.
+    expect(existsSync(path.join(legacy, "post-commit"))).toBe(true);
+  });
 });

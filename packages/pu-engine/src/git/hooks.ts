@@ -18,7 +18,9 @@
 // user's global `core.hooksPath`, else `<git-common-dir>/hooks/<name>`. Without those
 // stubs the person's own post-commit or commit-msg hooks would not run in pu's worktrees.
 // Hooks are installed for every new worktree (not only when such a trigger exists), so
-// a trigger added later applies to worktrees that already exist.
+// a trigger added later applies to worktrees that already exist. A worktree an earlier pu
+// pointed at `<root>/.pu/hooks/` is re-pointed when the daemon next starts
+// (`repointLegacyHooks`); the files in that folder are left alone.
 //
 // The scripts call the pu CLI by absolute path: `PU_CLI_BIN` (set by the CLI when it
 // starts the daemon), else the CLI package next to this one in the pu checkout. When
@@ -27,11 +29,11 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import writeFileAtomic from "write-file-atomic";
-import { projectHooksDir, worktreesDir } from "@pu/core/paths";
+import { projectHooksDir, puDir, worktreesDir } from "@pu/core/paths";
 import { shellQuote } from "@pu/core/template";
 import type { DaemonLog } from "../daemon-log.js";
 import { locatePuCli } from "../pu-cli-path.js";
-import { git, gitProbe, isInside, withRepoLock } from "./runner.js";
+import { git, gitProbe, isInside, listGitWorktrees, withRepoLock } from "./runner.js";
 
 /** What installing hooks needs of the daemon: the home its scripts name, and its log. */
 export interface HookDeps {
@@ -75,6 +77,11 @@ const CHAINED_HOOKS = [
   "p4-pre-submit",
   "post-index-change",
 ] as const;
+
+/** Where pu pointed its worktrees before the hooks moved to the home: inside the repository. */
+function legacyHooksDir(root: string): string {
+  return path.join(puDir(root), "hooks");
+}
 
 /** The tail of every script: hand over to the hook this worktree would run without pu. */
 function chainToUserHook(name: string, hooksDir: string): string {
@@ -165,4 +172,35 @@ export async function installWorktreeHooks(deps: HookDeps, root: string, worktre
     return [`pu's git hooks were not installed in ${worktreePath}: ${(err as Error).message}; pre_commit/pre_push gates will not run there`];
   }
   return cli ? [] : [`the pu CLI was not found (PU_CLI_BIN unset): commits in ${worktreePath} fail while pre_commit/pre_push triggers exist`];
+}
+
+/**
+ * Re-points the project's worktrees that an earlier pu left on `<root>/.pu/hooks/` (a folder
+ * the repository itself can fill) at pu's own hooks folder. Run when the daemon starts; a
+ * worktree pointed anywhere else is left as it is. Never throws: what fails is logged.
+ */
+export async function repointLegacyHooks(deps: HookDeps, root: string): Promise<void> {
+  const legacy = legacyHooksDir(root);
+  const legacyReal = await fs.realpath(legacy).catch(() => legacy);
+  const wtDir = worktreesDir(root);
+  const wtDirReal = await fs.realpath(wtDir).catch(() => wtDir);
+  let worktrees;
+  try {
+    worktrees = await listGitWorktrees(root);
+  } catch (err) {
+    deps.log.event("hooks_repoint_failed", { projectRoot: root, error: err });
+    return;
+  }
+  for (const wt of worktrees) {
+    if (!isInside(wtDir, wt.path) && !isInside(wtDirReal, wt.path)) continue;
+    try {
+      const current = (await gitProbe(wt.path, ["config", "--worktree", "--get", "core.hooksPath"])).stdout.trim();
+      if (current !== legacy && current !== legacyReal) continue;
+      const notes = await installWorktreeHooks(deps, root, wt.path);
+      deps.log.event("hooks_repointed", { projectRoot: root, worktreePath: wt.path, from: current, notes });
+    } catch (err) {
+      // A worktree whose directory is gone (prunable) has nothing to re-point.
+      deps.log.event("hooks_repoint_failed", { projectRoot: root, worktreePath: wt.path, error: err });
+    }
+  }
 }
