@@ -1,10 +1,11 @@
 // A repository can carry a `.pu/` that names commands. None of them runs until the person
 // trusts them with `pu trust`; a change to what one runs asks again; what pu itself saved
 // is trusted as written.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAKE_AGENT_COMMAND, PuSandbox } from "../helpers/pu-sandbox.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 describe("trust: a project's own commands run only once trusted", { timeout: 120_000 }, () => {
   let sb: PuSandbox;
@@ -81,5 +82,40 @@ describe("trust: a project's own commands run only once trusted", { timeout: 120
     const spawned = await sb.spawnAgent(["hi", "--command", FAKE_AGENT_COMMAND, "--root", "--trigger", "mine"]);
     await sb.waitForAgent(spawned.agentId, "its trigger to finish", (a) => a.triggerState === "completed", 60_000);
     expect(pwned("mine-ran")).toBe(true);
+  });
+});
+
+// There is nothing to trust in `.pu/hooks/`: pu's worktrees run git hooks from pu's own folder
+// in PU_HOME, so hooks a repository carries there never run, and the person's own still do.
+describe("trust: git hooks a repository carries in .pu/hooks never run in pu's worktrees", { timeout: 120_000 }, () => {
+  let sb: PuSandbox;
+  beforeAll(() => {
+    sb = new PuSandbox("pu-e2e-repo-hooks-");
+  });
+  afterAll(async () => {
+    const leftovers = await sb.teardown();
+    expect(leftovers, "processes left running after `pu daemon stop`").toEqual([]);
+  }, 60_000);
+
+  it("an agent's commit runs the person's post-commit hook, not the repository's", async () => {
+    const hook = (file: string, marker: string) => {
+      mkdirSync(path.dirname(file), { recursive: true });
+      writeFileSync(file, `#!/bin/sh\necho ran >> '${path.join(sb.base, marker)}'\n`);
+      chmodSync(file, 0o755);
+    };
+    hook(path.join(sb.root, ".pu", "hooks", "post-commit"), "pwned-post-commit");
+    hook(path.join(sb.root, ".pu", "hooks", "reference-transaction"), "pwned-reference-transaction");
+    sb.git(["add", "-A"]);
+    sb.git(["commit", "-q", "-m", "a repository with hooks in .pu/hooks"]);
+    hook(path.join(sb.root, ".git", "hooks", "post-commit"), "mine-post-commit");
+    await sb.ok(["init"]);
+    expect(await sb.ok(["trust", "--show"])).toContain("nothing to trust");
+
+    const spawned = await sb.spawnAgent(["--agent", "terminal", "--name", "t1", "git commit --allow-empty -q -m fromagent"]);
+    const worktree = spawned.worktreePath ?? "";
+    await waitFor("the agent's commit", () => sb.git(["log", "-1", "--format=%s"], worktree) === "fromagent", 60_000);
+    await waitFor("the person's post-commit hook", () => existsSync(path.join(sb.base, "mine-post-commit")), 10_000);
+    expect(existsSync(path.join(sb.base, "pwned-post-commit"))).toBe(false);
+    expect(existsSync(path.join(sb.base, "pwned-reference-transaction"))).toBe(false);
   });
 });
