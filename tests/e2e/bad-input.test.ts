@@ -168,6 +168,38 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
     expect(roots).toEqual(["/srv/other-project", sb.root, elsewhereRepo()]);
   });
 
+  it("a corrupt .pu/schedule-state.json is named by pu schedule list and never overwritten: the other schedules' counts are kept", async () => {
+    await sb.ok(["init"]);
+    await sb.ok(["daemon", "stop"]);
+    const hour = 3_600_000;
+    const now = Date.now();
+    const schedule = path.join(sb.root, ".pu", "schedules", "nightly.yaml");
+    mkdirSync(path.dirname(schedule), { recursive: true });
+    writeFileSync(schedule, `recurrence: hourly\nstartAt: "${new Date(now - 4.5 * hour).toISOString()}"\nnextRun: "${new Date(now - 2.5 * hour).toISOString()}"\ntrigger:\n  inlinePrompt: "echo should not run"\n  agent: terminal\nroot: true\n`);
+    const stateFile = path.join(sb.root, ".pu", "schedule-state.json");
+    const corrupt = Buffer.from('{ "version": 1, "schedules": { "weekly": { "missedRuns": 7 }, } }\n');
+    writeFileSync(stateFile, corrupt);
+
+    // The daemon's first look finds nightly's missed runs: it moves nextRun on, and cannot count them.
+    await sb.ok(["daemon", "start"]);
+    for (let i = 0; i < 100 && new Date(/nextRun: "?([^"\n]+)/.exec(readFileSync(schedule, "utf8"))?.[1] ?? 0).getTime() < now; i++) await new Promise((r) => setTimeout(r, 100));
+    const listed = await sb.pu(["schedule", "list"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/^nightly\s+local\s+yes\s+hourly\s+\S+\s+never\s+\?\s*$/m);
+    const problems = listed.stdout.split("\n").filter((line) => line.startsWith("problem: "));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatch(new RegExp(`^problem: ${escape(stateFile)}: not valid JSON`));
+    expect(readFileSync(stateFile).equals(corrupt), "the corrupt schedule-state.json is untouched").toBe(true);
+    expect(readFileSync(path.join(sb.home, "daemon.log"), "utf8")).toMatch(/"event":"schedule_state_unreadable"[^\n]*"notRecorded":"3 missed run\(s\)"/);
+
+    // Fixed by hand: the counts it holds show again.
+    writeFileSync(stateFile, '{ "version": 1, "schedules": { "weekly": { "missedRuns": 7 }, "nightly": { "missedRuns": 2 } } }\n');
+    const fixed = await sb.ok(["schedule", "list"]);
+    expect(fixed).toMatch(/^nightly\s+local\s+yes\s+hourly\s+\S+\s+never\s+2\s*$/m);
+    expect(fixed).not.toContain("problem:");
+    await sb.ok(["daemon", "stop"]);
+  });
+
   /** A second git repository beside the sandbox's. */
   function elsewhereRepo(): string {
     const dir = path.join(sb.base, "second-repo");

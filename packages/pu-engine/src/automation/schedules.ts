@@ -25,7 +25,9 @@ import {
   type ScheduleDefinition,
 } from "@pu/core/definitions";
 import { isPuError, PuError } from "@pu/core/errors";
+import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
 import { puDir } from "@pu/core/paths";
+import { parseScheduleState, scheduleStatePath, type ScheduleStateFile } from "@pu/core/schedule-state-file";
 import { missedRuns, nextRun, type RecurrenceSpec } from "@pu/core/recurrence";
 import { scheduleTrustItem } from "@pu/core/trust";
 import { MAX_TIMER_MS } from "@pu/core/long-timeout";
@@ -158,14 +160,14 @@ export class Scheduler {
           // A project's schedule starts agents on its own: never before `pu trust`. The
           // occurrence passes like a paused one, and the file's state says why.
           this.state.log.event("schedule_held_untrusted", { projectRoot: root, name, due: stored.toISOString(), reason: held });
-          await recordHeld(root, name, held, stored);
+          await recordHeld(this.state, root, name, held, stored);
           const next = nextRun(spec, latest(new Date(), stored.toISOString()));
           await writeScheduleTimes(file, { nextRun: next });
           return next;
         }
         await fireSchedule(this.state, root, schedule);
         this.state.log.event("schedule_fired", { projectRoot: root, name, due: stored.toISOString() });
-        await clearHeld(root, name);
+        await clearHeld(this.state, root, name);
       } catch (err) {
         // It ran (and failed); it still counts as this occurrence's run.
         this.state.log.event("schedule_fire_failed", { projectRoot: root, name, error: err });
@@ -181,7 +183,7 @@ export class Scheduler {
     // the future, and a crash between the two writes cannot count the same runs twice.
     const next = nextRun(spec, now);
     await writeScheduleTimes(file, { nextRun: next });
-    await recordMissed(root, name, missed, stored);
+    await recordMissed(this.state, root, name, missed, stored);
     this.state.log.event("schedule_missed", { projectRoot: root, name, missed, nextRun: next?.toISOString() ?? null });
     return next;
   }
@@ -267,49 +269,68 @@ async function editScheduleFile(file: string, edits: Record<string, string | boo
   await writeFileAtomic(file, after, { fsync: true });
 }
 
+// ---- schedule-state.json ------------------------------------------------------
 
-interface ScheduleStateFile {
-  version: 1;
-  schedules: Record<string, { missedRuns: number; lastMissedAt?: string; heldRuns?: number; lastHeldAt?: string; heldReason?: string }>;
-}
+const stateFiles = new LockedFile();
 
-function scheduleStatePath(root: string): string {
-  return path.join(puDir(root), "schedule-state.json");
-}
-
+/**
+ * The project's missed and held counts: none yet when there is no file. A file pu cannot read
+ * or parse is an error naming it (CONFIG_ERROR or IO_ERROR), never read as empty: the next
+ * write would drop every other schedule's counts.
+ */
 async function readScheduleState(root: string): Promise<ScheduleStateFile> {
+  const file = scheduleStatePath(puDir(root));
+  const text = await readTextIfExists(file);
+  if (text === null) return { version: 1, schedules: {} };
   try {
-    const data = JSON.parse(await fs.readFile(scheduleStatePath(root), "utf8")) as Partial<ScheduleStateFile>;
-    if (data && typeof data.schedules === "object" && data.schedules !== null) return { version: 1, schedules: data.schedules };
-  } catch {
-    // missing or unreadable: start counting afresh
+    return parseScheduleState(text, file);
+  } catch (err) {
+    throw new PuError("CONFIG_ERROR", `${(err as Error).message}; pu counts no missed or held run there until it is fixed or removed`, { cause: err });
   }
-  return { version: 1, schedules: {} };
 }
 
-async function recordMissed(root: string, name: string, count: number, firstMissed: Date): Promise<void> {
-  const data = await readScheduleState(root);
-  const previous = data.schedules[name]?.missedRuns ?? 0;
-  data.schedules[name] = { ...data.schedules[name], missedRuns: previous + count, lastMissedAt: firstMissed.toISOString() };
-  await writeFileAtomic(scheduleStatePath(root), `${JSON.stringify(data, null, 2)}\n`, { fsync: true });
+/**
+ * Changes the project's counts under the file's lock, read fresh. A file that cannot be read is
+ * left as it is: the change is logged (with the count it would have made) instead of written.
+ */
+async function changeScheduleState(state: EngineState, root: string, name: string, what: string, change: (data: ScheduleStateFile) => boolean): Promise<void> {
+  const file = scheduleStatePath(puDir(root));
+  try {
+    await stateFiles.withLock(file, async (write) => {
+      const data = await readScheduleState(root);
+      if (change(data)) await write(`${JSON.stringify(data, null, 2)}\n`);
+    });
+  } catch (err) {
+    state.log.event("schedule_state_unreadable", { projectRoot: root, name, notRecorded: what, file, error: err });
+  }
+}
+
+function recordMissed(state: EngineState, root: string, name: string, count: number, firstMissed: Date): Promise<void> {
+  return changeScheduleState(state, root, name, `${count} missed run(s)`, (data) => {
+    const previous = data.schedules[name]?.missedRuns ?? 0;
+    data.schedules[name] = { ...data.schedules[name], missedRuns: previous + count, lastMissedAt: firstMissed.toISOString() };
+    return true;
+  });
 }
 
 /** A run that fell due and was not fired because the schedule is not trusted: counted, with the reason. */
-async function recordHeld(root: string, name: string, reason: string, due: Date): Promise<void> {
-  const data = await readScheduleState(root);
-  const previous = data.schedules[name];
-  data.schedules[name] = { missedRuns: 0, ...previous, heldRuns: (previous?.heldRuns ?? 0) + 1, lastHeldAt: due.toISOString(), heldReason: reason };
-  await writeFileAtomic(scheduleStatePath(root), `${JSON.stringify(data, null, 2)}\n`, { fsync: true });
+function recordHeld(state: EngineState, root: string, name: string, reason: string, due: Date): Promise<void> {
+  return changeScheduleState(state, root, name, "a held run", (data) => {
+    const previous = data.schedules[name];
+    data.schedules[name] = { missedRuns: 0, ...previous, heldRuns: (previous?.heldRuns ?? 0) + 1, lastHeldAt: due.toISOString(), heldReason: reason };
+    return true;
+  });
 }
 
 /** It fired (it is trusted now): the runs it held before are no longer news. */
-async function clearHeld(root: string, name: string): Promise<void> {
-  const data = await readScheduleState(root);
-  const entry = data.schedules[name];
-  if (entry?.heldRuns === undefined) return;
-  const { heldRuns: _runs, lastHeldAt: _at, heldReason: _reason, ...rest } = entry;
-  data.schedules[name] = rest;
-  await writeFileAtomic(scheduleStatePath(root), `${JSON.stringify(data, null, 2)}\n`, { fsync: true });
+function clearHeld(state: EngineState, root: string, name: string): Promise<void> {
+  return changeScheduleState(state, root, name, "clearing its held runs", (data) => {
+    const entry = data.schedules[name];
+    if (entry?.heldRuns === undefined) return false;
+    const { heldRuns: _runs, lastHeldAt: _at, heldReason: _reason, ...rest } = entry;
+    data.schedules[name] = rest;
+    return true;
+  });
 }
 
 /** The `details` of a schedule in `definition_list`. Global schedules never fire, so their nextRun is null. */
@@ -320,8 +341,15 @@ export async function scheduleDetails(
   root: string | undefined,
 ): Promise<Record<string, unknown>> {
   const schedule = await readSchedule(file, scope === "local" ? root : undefined);
-  const recorded = scope === "local" && root ? (await readScheduleState(root)).schedules[name] : undefined;
-  const missed = recorded?.missedRuns ?? 0;
+  let recorded: ScheduleStateFile["schedules"][string] | undefined;
+  let stateProblem: string | undefined;
+  if (scope === "local" && root) {
+    try {
+      recorded = (await readScheduleState(root)).schedules[name];
+    } catch (err) {
+      stateProblem = (err as Error).message;
+    }
+  }
   let next: string | null = null;
   if (scope === "local" && schedule.enabled) {
     next = schedule.nextRun ?? nextRun(recurrenceOf(schedule), latest(new Date(), schedule.lastRun))?.toISOString() ?? null;
@@ -331,7 +359,9 @@ export async function scheduleDetails(
     recurrence: schedule.recurrence,
     nextRun: next,
     lastRun: schedule.lastRun ?? null,
-    missedRuns: missed,
+    // Unknown (null), not 0, when the counts cannot be read: stateProblem says why.
+    missedRuns: stateProblem !== undefined ? null : (recorded?.missedRuns ?? 0),
+    ...(stateProblem !== undefined ? { stateProblem } : {}),
     // Runs not fired because the schedule was not trusted (`pu trust`), and the last reason.
     ...(recorded?.heldRuns ? { heldRuns: recorded.heldRuns, lastHeldAt: recorded.lastHeldAt ?? null, heldReason: recorded.heldReason ?? null } : {}),
     ...(scope === "global" ? { fires: false } : {}),

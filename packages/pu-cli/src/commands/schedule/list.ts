@@ -6,7 +6,7 @@ export default class ScheduleListCommand extends DefinitionListCommand {
   static override paths = [["schedule", "list"]];
   static override usage = Command.Usage({
     description: "List schedules with their timing (enabled, recurrence, next and last run, missed runs)",
-    details: "A project's schedule hides a global one of the same name; only the project's own schedules fire. MISSED counts runs that fell due while the daemon was not running; HELD (shown when there are some) counts runs not fired because the schedule is not trusted yet (`pu trust`).",
+    details: "A project's schedule hides a global one of the same name; only the project's own schedules fire. MISSED counts runs that fell due while the daemon was not running; HELD (shown when there are some) counts runs not fired because the schedule is not trusted yet (`pu trust`). When .pu/schedule-state.json cannot be read, MISSED shows ? and a `problem:` line names the file (pu leaves it as it is).",
     examples: [
       ["List them", "$0 schedule list"],
       ["As JSON", "$0 schedule list --json"],
@@ -17,7 +17,9 @@ export default class ScheduleListCommand extends DefinitionListCommand {
   override tableLines(definitions: DefinitionSummary[]): string[] {
     // HELD (runs not fired because the schedule is not trusted yet) only when there are some.
     const anyHeld = definitions.some((d) => typeof d.details?.heldRuns === "number");
-    return columnLines(
+    // .pu/schedule-state.json unreadable: its counts are unknown ("?", not 0), and one line says why.
+    const stateProblems = [...new Set(definitions.map((d) => d.details?.stateProblem).filter((p): p is string => typeof p === "string"))];
+    const table = columnLines(
       ["NAME", "SCOPE", "ENABLED", "RECURRENCE", "NEXT RUN", "LAST RUN", "MISSED", ...(anyHeld ? ["HELD"] : [])],
       definitions.map((d) => {
         if (d.error !== undefined) return [d.name, d.scope, "", "", "", "", `invalid: ${d.error}`, ...(anyHeld ? [""] : [])];
@@ -25,9 +27,11 @@ export default class ScheduleListCommand extends DefinitionListCommand {
         // A global schedule is a pattern to copy: the daemon never fires it by itself.
         const next = info.fires === false ? "(global: never fires)" : text(info.nextRun, "-");
         const held = typeof info.heldRuns === "number" ? `${info.heldRuns} (not trusted: run \`pu trust\`)` : "";
-        return [d.name, d.scope, info.enabled === false ? "no" : "yes", text(info.recurrence, "?"), next, text(info.lastRun, "never"), text(info.missedRuns, "0"), ...(anyHeld ? [held] : [])];
+        const missed = typeof info.stateProblem === "string" ? "?" : text(info.missedRuns, "0");
+        return [d.name, d.scope, info.enabled === false ? "no" : "yes", text(info.recurrence, "?"), next, text(info.lastRun, "never"), missed, ...(anyHeld ? [held] : [])];
       }),
     );
+    return [...table, ...stateProblems.map((problem) => `problem: ${problem}`)];
   }
 }
 
