@@ -14,11 +14,22 @@ function transfer(dir: string, args: string[]): Promise<string> {
       { cwd: dir, env: { ...process.env, GIT_TERMINAL_PROMPT: "0" }, timeout: TRANSFER_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         if (!error) return resolve(stdout);
-        const said = stderr.trim().split("\n").filter(Boolean).pop() ?? error.message;
-        reject(new PuError("GIT_ERROR", `git ${args[0]} failed: ${said.slice(0, 500)}`));
+        reject(new PuError("GIT_ERROR", `git ${args[0]} failed: ${gitReason(stderr, error.message).slice(0, 500)}`));
       },
     );
   });
+}
+
+/**
+ * The line of git's stderr that says what went wrong: its first `fatal:` or `error:` line (the
+ * prefix dropped), else its last line. The last line alone is often the tail of git's advice
+ * ("and the repository exists."), which tells a person nothing.
+ */
+function gitReason(stderr: string, fallback: string): string {
+  const lines = stderr.split("\n").map((line) => line.trim()).filter(Boolean);
+  const reason = lines.find((line) => /^(fatal|error):/.test(line));
+  if (reason !== undefined) return reason.replace(/^(fatal|error):\s*/, "");
+  return lines.at(-1) ?? fallback;
 }
 
 /** `git push URL REFSPEC…` from `dir`. */
