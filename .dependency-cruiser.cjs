@@ -14,7 +14,7 @@ const ENGINE = "^packages/pu-engine/src/";
  * never one above. docs/ARCHITECTURE.md draws the same list.
  */
 const ENGINE_FLOORS = [
-  ["base", ["daemon-log\\.ts$", "process-info\\.ts$", "projects\\.ts$", "pu-cli-path\\.ts$", "trust-store\\.ts$", "stray-agents\\.ts$"]],
+  ["base", ["daemon-log\\.ts$", "process-info\\.ts$", "projects\\.ts$", "pu-cli-path\\.ts$", "trust-store\\.ts$", "launch-seals\\.ts$", "stray-agents\\.ts$"]],
   ["session", ["session/"]],
   ["git", ["git/"]],
   ["state", ["state\\.ts$", "engine-events\\.ts$", "status-watch\\.ts$"]],
