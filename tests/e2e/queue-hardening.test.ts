@@ -302,6 +302,7 @@ describe("queue hardening: state.json and config.yaml", { timeout: 180_000 }, ()
     expect(stopped.code).toBe(1);
     expect(stopped.stdout).toMatch(new RegExp(`^queue STOPPED: config ${homeConfig()}: queue\\.maxParallel: [^\\n]+`, "m"));
     expect(stopped.stdout).not.toContain("queue running");
+    expect(stopped.stderr).toMatch(new RegExp(`^pu: the queue is stopped: config ${homeConfig()}: queue\\.maxParallel: [^\\n]+pu queue resume[^\\n]*\\n$`));
     const json = await sb.pu(["queue", "--json"]);
     expect(json.code).toBe(1);
     expect((JSON.parse(json.stdout) as { configError?: string }).configError).toContain("queue.maxParallel");
@@ -330,6 +331,7 @@ describe("queue hardening: state.json and config.yaml", { timeout: 180_000 }, ()
     expect(queue.code).toBe(1);
     expect(queue.stdout).toMatch(new RegExp(`^queue STOPPED: ${file}`, "m"));
     expect(queue.stdout).not.toMatch(/queue running|slots \d/);
+    expect(queue.stderr).toMatch(new RegExp(`^pu: the queue is stopped: ${file}: not valid JSON[^\\n]*pu daemon restart[^\\n]*\\n$`));
     const stats = await sb.pu(["stats"]);
     expect(stats.code).toBe(1);
     expect(stats.stdout).not.toContain("no agent runs recorded yet");

@@ -20,6 +20,8 @@ export default class QueueShowCommand extends PuCommand {
     const result = await withDaemon((client) => client.request("queue_status", projectRoot ? { projectRoot } : {}));
     // Stopped by a file pu cannot use: that is the answer (exit 1), not "running".
     const stopped = result.stateError !== undefined ? `${result.stateError} (fix or move the file, then \`pu daemon restart\`)` : result.configError !== undefined ? `${result.configError} (fix the file, then \`pu queue resume\`)` : undefined;
+    // A failing exit says why on stderr too, as every command does (stdout still shows the queue).
+    if (stopped !== undefined) this.report.note(`pu: the queue is stopped: ${stopped}`);
     return this.report.result(
       result,
       (out) => {
