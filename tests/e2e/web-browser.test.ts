@@ -2,15 +2,17 @@
 // with the link `pu web` prints, sees every agent live, types into a terminal, watches a flood
 // without the page freezing, merges from the diff view, approves a review on the queue board,
 // picks a group's winner, approves a plan from its graph, and is notified when an agent waits.
-// Every view is photographed at a laptop's and a phone's width; the phone's must not scroll sideways.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+// Also how a person gets in: through the page `pu web` opens (file:// redirect, then login), in a
+// second tab, without a key, and after the server restarted. Every view is photographed at a
+// laptop's and a phone's width; the phone's must not scroll sideways.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAKE_AGENT_COMMAND, PuSandbox, REPO_ROOT } from "../helpers/pu-sandbox.js";
 import { waitFor } from "../helpers/wait-for.js";
-import { chromiumPath, startWeb } from "../helpers/web.js";
+import { chromiumPath, openWeb, readWebFile, startWeb } from "../helpers/web.js";
 
 const GROUP_MEMBER = path.join(REPO_ROOT, "tests/fixtures/group-member.mjs");
 const PLAN_ROLE = path.join(REPO_ROOT, "tests/fixtures/plan-role.mjs");
@@ -119,6 +121,46 @@ describe.skipIf(!browserFound.path)("pu web in Chromium", { timeout: 300_000 }, 
     await photograph("agents");
   });
 
+  it("`pu web` opening the browser: its file:// redirect page leads to a signed-in page, with no key left in the address bar or on disk", async () => {
+    const { openedFile } = await openWeb(sb);
+    expect(statSync(openedFile).mode & 0o777).toBe(0o600);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    contexts.push(context);
+    const opened = await context.newPage();
+    const statuses: string[] = [];
+    opened.on("response", (response) => statuses.push(`${response.status()} ${new URL(response.url()).pathname}`));
+    // Exactly what the browser `pu web` starts is given: the file's URL. The chain starts
+    // cross-site (file://), so Chromium withholds the SameSite=Strict cookie from the final GET /.
+    await opened.goto(`file://${openedFile}`);
+    await opened.locator('#connection[data-connected="true"]').waitFor();
+    expect(statuses).toEqual(expect.arrayContaining(["303 /login", "200 /"]));
+    expect(new URL(opened.url()).hash).toBe("#/");
+    expect(await opened.evaluate(() => localStorage.getItem("pu-session-key")?.length)).toBeGreaterThan(20);
+    await waitFor("web-open.html to be removed once used", () => !existsSync(openedFile));
+    // A second tab of the same browser shares the key (localStorage is per origin).
+    const secondTab = await context.newPage();
+    await secondTab.goto(`${new URL(opened.url()).origin}/#/queue`);
+    await secondTab.locator('#connection[data-connected="true"]').waitFor();
+    await secondTab.locator("[data-column]").first().waitFor();
+  });
+
+  it("a page opened without its key (a bookmark, another browser) says in one line how to get in, and asks nothing", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    contexts.push(context);
+    const stranger = await context.newPage();
+    const apiCalls: string[] = [];
+    stranger.on("request", (request) => {
+      if (new URL(request.url()).pathname.startsWith("/api/")) apiCalls.push(request.url());
+    });
+    await stranger.goto(new URL(page.url()).origin + "/");
+    const line = stranger.locator("[data-signed-out]");
+    await line.waitFor();
+    expect(await line.innerText()).toMatch(/open the link `pu web` prints/);
+    expect(await stranger.locator("#connection").innerText()).toBe("signed out");
+    expect(await stranger.locator("[data-agent-id]").count()).toBe(0);
+    expect(apiCalls).toEqual([]);
+  });
+
   it("a terminal takes keys and shows their echo; a second person's read-only page shows the same output", async () => {
     await page.goto(`${new URL(page.url()).origin}/#/agent/${shell}`);
     await page.locator(`[data-terminal-for="${shell}"][data-attached="true"]`).waitFor();
@@ -166,6 +208,27 @@ describe.skipIf(!browserFound.path)("pu web in Chromium", { timeout: 300_000 }, 
     if (skipped > 0) expect(await page.locator(".terminal-note").innerText()).toMatch(/skip/i);
     await page.keyboard.type("echo after-$((9*9))\n");
     await waitFor("an answer after the flood", async () => ((await terminalText(page, shell)).includes("after-81") ? true : undefined), 60_000);
+  });
+
+  it("pasting more than 1 MiB into a terminal: the agent gets every byte and the server stays up", async () => {
+    const webPid = readWebFile(sb.home).pid;
+    const term = page.locator(`[data-terminal-for="${shell}"]`);
+    await term.locator(".xterm").click();
+    await page.keyboard.type("wc -c\n");
+    // 1,200 lines of 999 letters: past the server's 1 MiB frame limit as one paste, and each
+    // line short enough for the terminal's line discipline.
+    const lines = 1200;
+    const text = `${"a".repeat(999)}\n`.repeat(lines);
+    await term.locator("textarea").evaluate((textarea, pasted) => {
+      const data = new DataTransfer();
+      data.setData("text/plain", pasted);
+      textarea.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+    }, text);
+    await page.keyboard.press("Control+D");
+    await waitFor("wc's count of the pasted bytes", async () => ((await terminalText(page, shell)).includes(String(lines * 1000)) ? true : undefined), 60_000);
+    expect(readWebFile(sb.home).pid).toBe(webPid);
+    expect(await term.getAttribute("data-attached")).toBe("true");
+    expect(readFileSync(path.join(sb.home, "web.log"), "utf8")).not.toContain("socket_error");
   });
 
   it("the diff view shows an agent's commit and merges it into main", async () => {
@@ -296,4 +359,19 @@ describe.skipIf(!browserFound.path)("pu web in Chromium", { timeout: 300_000 }, 
     await page.locator(".usage").first().waitFor();
     await photograph("usage");
   }
+
+  it("after pu web restarts, an open page's old key is refused and the page says in one line to open a new link", async () => {
+    const { port } = readWebFile(sb.home);
+    await page.goto(`${new URL(page.url()).origin}/#/`);
+    await page.locator('#connection[data-connected="true"]').waitFor();
+    await sb.ok(["web", "stop"]);
+    await startWeb(sb, ["--port", String(port)]);
+    const line = page.locator("[data-signed-out]");
+    await line.waitFor({ timeout: 30_000 });
+    expect(await line.innerText()).toMatch(/run `pu web` again/);
+    // A fresh link signs the same browser in again.
+    const { url } = await startWeb(sb);
+    await page.goto(url);
+    await page.locator('#connection[data-connected="true"]').waitFor();
+  });
 });
