@@ -191,6 +191,16 @@ describe("git-hook gates", () => {
     expect(prePush).toContain("refs/heads/pushed");
     expect(runGit(remote, ["rev-parse", "pushed"])).toBe(runGit(worktree, ["rev-parse", "HEAD"]));
     for (const marker of planted) expect(existsSync(marker), marker).toBe(false);
+
+    // A stub only where the person has a hook (each one costs every commit a few git calls);
+    // one they add later is chained from the next spawn on.
+    expect(existsSync(path.join(hooksPath, "post-commit"))).toBe(true);
+    expect(existsSync(path.join(hooksPath, "commit-msg"))).toBe(false);
+    writeHook(path.join(repo.root, ".git", "hooks", "commit-msg"), path.join(markers, "user-commit-msg"));
+    const next = await client.request("spawn", { projectRoot: repo.root, command: FAKE_AGENT_COMMAND, name: "after-new-hook" });
+    trackAgentPid(next.agent.pid);
+    expect(commit(worktree, "more.txt", "after the person added commit-msg")).toEqual({ ok: true });
+    expect(existsSync(path.join(markers, "user-commit-msg"))).toBe(true);
   });
 
   it("a worktree an earlier pu pointed at <root>/.pu/hooks is re-pointed at pu's own hooks when the daemon starts", async () => {

@@ -11,7 +11,8 @@
 // worktree, untrusted. The main checkout's config is not touched beyond that extension flag,
 // so its commits run exactly the hooks they ran before.
 //
-// The folder holds a script for every hook name git knows. `pre-commit` and `pre-push` run
+// The folder holds pu's `pre-commit` and `pre-push`, and a stub for each other hook the
+// person has (every hook name git knows is looked at when a worktree is made). The two run
 // `pu gate <event>` only when the repository is inside `<root>/.pu/worktrees/` and a trigger
 // file mentions the event; every script then chains (by `exec`, so a hook reading stdin
 // still gets it) to the hook the worktree would otherwise run: the repository's or the
@@ -26,7 +27,7 @@
 // starts the daemon), else the CLI package next to this one in the pu checkout. When
 // neither exists, a hook that has gates to run fails the commit and says why: a gate
 // that cannot run must not pass.
-import { promises as fs } from "node:fs";
+import { constants as fsConstants, promises as fs } from "node:fs";
 import path from "node:path";
 import writeFileAtomic from "write-file-atomic";
 import { projectHooksDir, puDir, worktreesDir } from "@pu/core/paths";
@@ -135,6 +136,23 @@ top=$(git rev-parse --show-toplevel 2>/dev/null) || top=$(pwd -P)
 ${chainToUserHook(name, hooksDir)}`;
 }
 
+/** The folder whose hooks a checkout of the project runs without pu (the rule the scripts follow). */
+async function personHooksDir(root: string): Promise<string> {
+  const configured = (await gitProbe(root, ["config", "--type=path", "--get", "core.hooksPath"])).stdout.trim();
+  if (configured) return path.resolve(root, configured);
+  const common = (await gitProbe(root, ["rev-parse", "--git-common-dir"])).stdout.trim();
+  return path.join(path.resolve(root, common || ".git"), "hooks");
+}
+
+async function isExecutableFile(file: string): Promise<boolean> {
+  try {
+    await fs.access(file, fsConstants.X_OK);
+    return (await fs.stat(file)).isFile();
+  } catch {
+    return false;
+  }
+}
+
 /** Writes a script unless it already says exactly that: a spawn rewrites only what changed. */
 async function writeScript(file: string, text: string): Promise<void> {
   const current = await fs.readFile(file, "utf8").catch(() => undefined);
@@ -161,7 +179,15 @@ export async function installWorktreeHooks(deps: HookDeps, root: string, worktre
     for (const event of Object.keys(HOOK_FILES) as HookEvent[]) {
       await writeScript(path.join(dir, HOOK_FILES[event]), gateScript({ root, home, event, node: process.execPath, cli, hooksDir: dir }));
     }
-    for (const name of CHAINED_HOOKS) await writeScript(path.join(dir, name), chainScript(name, dir));
+    // A stub only where the person has a hook to chain to: each one git finds it runs (a commit
+    // runs five or so), and a stub with nothing behind it would only cost the commit time.
+    // One the person adds later gets its stub at the next spawn in the project.
+    const theirs = await personHooksDir(root);
+    for (const name of CHAINED_HOOKS) {
+      const stub = path.join(dir, name);
+      if (await isExecutableFile(path.join(theirs, name))) await writeScript(stub, chainScript(name, dir));
+      else await fs.rm(stub, { force: true });
+    }
     await withRepoLock(root, async () => {
       const flag = (await gitProbe(root, ["config", "--local", "--get", "extensions.worktreeConfig"])).stdout.trim();
       if (flag !== "true") await git(root, ["config", "--local", "extensions.worktreeConfig", "true"]);
