@@ -136,7 +136,8 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
     const usageFile = path.join(sb.root, ".pu", "usage.json");
     const corrupt = Buffer.from('{"version": 1, "agents": ');
     writeFileSync(usageFile, corrupt);
-    expectOneLineError(await sb.pu(["usage"]), 1, /usage\.json: not valid JSON/);
+    // The daemon reads the file once: the line says a restart is what picks up the fix.
+    expectOneLineError(await sb.pu(["usage"]), 1, /usage\.json: not valid JSON.*pu does not overwrite it; fix or move it, then `pu daemon restart`/);
     const agentId = (await sb.spawnAgent(["--agent", "terminal", "--root"])).agentId;
     expectOneLineError(await sb.pu(["budget", agentId, "--max-cost", "1"]), 1, /usage\.json: not valid JSON.*pu does not overwrite it/);
     await sb.ok(["kill", agentId]);

@@ -51,7 +51,8 @@ export class UsageStore {
           const text = await readTextIfExists(path);
           project = { root, file: text === null ? emptyUsageFile() : parseUsageFile(text, path), dirty: false };
         } catch (error) {
-          const problem = error instanceof Error ? error.message : String(error);
+          // Read once per daemon: a fix is picked up by a restart, and the line says so.
+          const problem = `${error instanceof Error ? error.message : String(error)} (pu does not overwrite it; fix or move it, then \`pu daemon restart\`)`;
           this.log.event("usage_file_unreadable", { projectRoot: root, problem });
           project = { root, file: emptyUsageFile(), problem, dirty: false };
         }
@@ -73,7 +74,7 @@ export class UsageStore {
   /** The project, to change: refused in one line while its file is unreadable. */
   async writable(root: string): Promise<ProjectUsage> {
     const project = await this.project(root);
-    if (project.problem) throw new PuError("CONFIG_ERROR", `${project.problem} (fix or move it; pu does not overwrite it)`);
+    if (project.problem) throw new PuError("CONFIG_ERROR", project.problem);
     return project;
   }
 
