@@ -360,4 +360,26 @@ describe("pu web: what the guard lets through", { timeout: 120_000 }, () => {
       bystander.kill("SIGKILL");
     }
   });
+
+  it("--bind 0.0.0.0 --insecure-bind: the link names an address another machine can open, which passes the Host check; a rebinding name is still 403", async () => {
+    await sb.ok(["web", "stop"]);
+    const wide = await startWeb(sb, ["--bind", "0.0.0.0", "--insecure-bind"]);
+    try {
+      const link = new URL(wide.url);
+      const outside = Object.values(os.networkInterfaces())
+        .flat()
+        .find((a) => a && a.family === "IPv4" && !a.internal)?.address;
+      // Never the literal 0.0.0.0, which no browser elsewhere can open.
+      expect(link.hostname).toBe(outside ?? "127.0.0.1");
+      // The same server found again with the same flag, not refused as "other settings".
+      expect(await startWeb(sb, ["--bind", "0.0.0.0", "--insecure-bind"])).toMatchObject({ started: false, pid: wide.pid });
+      expect((await rawRequest(wide.port, "GET", "/", { host: "evil.example:" + wide.port })).status).toBe(403);
+      expect((await rawRequest(wide.port, "GET", "/", { host: `0.0.0.0:${wide.port}` })).status).toBe(403);
+      const login = await rawRequest(wide.port, "GET", `${link.pathname}${link.search}`, { host: link.host });
+      expect(login.status).toBe(303);
+      expect((await rawRequest(wide.port, "GET", "/", { host: `127.0.0.1:${wide.port}` })).status).toBe(200);
+    } finally {
+      await sb.ok(["web", "stop"]);
+    }
+  });
 });

@@ -118,7 +118,7 @@ export async function ensureWebServer(home: string, options: WebStartOptions): P
   ensurePuHome(home);
   const running = readWebServerFile(home);
   if (running) {
-    const sameSettings = (options.port === undefined || options.port === running.port) && (options.bind === undefined || options.bind === running.host);
+    const sameSettings = (options.port === undefined || options.port === running.port) && (options.bind === undefined || options.bind === running.host || running.listening.includes(options.bind));
     if (!sameSettings) {
       throw new PuError("INVALID_ARGUMENT", `pu web is already running on ${webOrigin(running.host, running.port)} (pid ${running.pid}); stop it first with \`pu web stop\``);
     }

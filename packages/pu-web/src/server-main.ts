@@ -3,6 +3,7 @@
 // its own web.json and web.log). It stops on `pu web stop` (SIGTERM or the CLI's stop request)
 // and when the daemon goes away.
 import { readFileSync, rmSync } from "node:fs";
+import { hostname, networkInterfaces } from "node:os";
 import { parseArgs } from "node:util";
 import writeFileAtomic from "write-file-atomic";
 import { LOOPBACK_HOSTS, webLogPath, webOpenPagePath, webServerFilePath, type WebServerFile } from "@pu/core/web-server-file";
@@ -60,12 +61,13 @@ export async function runWebServerFromArgv(argv: string[]): Promise<void> {
   const server = new WebServer(bridge, log, webOpenPagePath(args.home));
   const addresses = args.bind === undefined ? ["127.0.0.1", "::1"] : [args.bind];
   const { port, listening } = await listenAll(server.makeHttpServer, addresses, args.port);
-  const guard = new AccessGuard(args.bind === undefined ? LOOPBACK_HOSTS : [args.bind], port);
+  const served = servedNames(args.bind);
+  const guard = new AccessGuard(served.hostNames, port);
   server.useGuard(guard);
   const file: WebServerFile = {
     version: 1,
     pid: process.pid,
-    host: addresses[0]!,
+    host: served.linkHost,
     port,
     listening,
     secret: guard.secret,
@@ -97,3 +99,23 @@ export async function runWebServerFromArgv(argv: string[]): Promise<void> {
   void bridge.lost.then((why) => stop(why));
 }
 
+
+/** Addresses that mean "every interface": a browser never names them in Host. */
+const WILDCARD_BINDS = ["0.0.0.0", "::"];
+
+/**
+ * The names a browser may use in Host for this server, and the one its login links use. Bound to
+ * every interface (`--bind 0.0.0.0 --insecure-bind`), that is each address this machine has and
+ * its host name — not the literal 0.0.0.0, which no other machine can open — and a link names its
+ * first outside IPv4 address. Any other name (a rebinding domain) is still 403.
+ */
+function servedNames(bind: string | undefined): { hostNames: string[]; linkHost: string } {
+  if (bind === undefined) return { hostNames: [...LOOPBACK_HOSTS], linkHost: "127.0.0.1" };
+  if (!WILDCARD_BINDS.includes(bind)) return { hostNames: [bind], linkHost: bind };
+  const interfaces = Object.values(networkInterfaces()).flatMap((list) => list ?? []);
+  const outside = interfaces.find((a) => a.family === "IPv4" && !a.internal)?.address;
+  return {
+    hostNames: [...new Set([...LOOPBACK_HOSTS, ...interfaces.map((a) => a.address), hostname().toLowerCase()])],
+    linkHost: outside ?? "127.0.0.1",
+  };
+}
