@@ -216,6 +216,8 @@ describe("pu web: what the guard lets through", { timeout: 120_000 }, () => {
     const elsewhere = await send({ type: "spawn", fields: { projectRoot: os.tmpdir(), agent: "terminal" } });
     expect(elsewhere).toMatchObject({ ok: false, message: "not a project the pu daemon knows" });
     expect(await send({ type: "kill", fields: { projectRoot: sb.root, target: 42 } })).toMatchObject({ ok: false });
+    // A page is never an agent asking: it cannot speak as one.
+    expect(await send({ type: "ticket_create", fields: { projectRoot: sb.root, title: "as an agent", callerAgentId: "ag-abcdefgh" } })).toMatchObject({ ok: false, message: "ticket_create.callerAgentId is for the CLI, not the page" });
     expect(isProcessAlive(readWebFile(sb.home).pid)).toBe(true);
     expect(existsSync(marker)).toBe(false);
     const page = await rawRequest(port, "GET", "/", { host, cookie });

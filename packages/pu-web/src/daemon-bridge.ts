@@ -52,14 +52,18 @@ export function isPageRequest(type: string): type is PageRequest {
 /**
  * Fields the page may not set, though the CLI may: the page spawns the project's agent types
  * (trusted with its config), never a command line, extra arguments, environment or yolo flags
- * of its own — a stolen session or a bug in the page cannot run an arbitrary program that way.
+ * of its own, so no spawn from the page starts a program the project's config does not name.
+ * That is not a sandbox: a session can still type into the person's terminals and agents, as
+ * the person at a terminal can, which is why the session needs the cookie and the key.
+ * `callerAgentId` says which agent is asking (an agent running pu); a page is never one.
  */
 const FIELDS_NOT_FROM_THE_PAGE: Partial<Record<PageRequest, readonly string[]>> = {
-  spawn: ["command", "extraArgs", "env", "yolo", "callerAgentId", "files"],
+  spawn: ["command", "extraArgs", "env", "yolo", "files"],
 };
+const FIELDS_NEVER_FROM_THE_PAGE = ["callerAgentId"];
 
 export function fieldNotFromThePage(type: PageRequest, fields: Record<string, unknown>): string | undefined {
-  return FIELDS_NOT_FROM_THE_PAGE[type]?.find((name) => name in fields);
+  return [...FIELDS_NEVER_FROM_THE_PAGE, ...(FIELDS_NOT_FROM_THE_PAGE[type] ?? [])].find((name) => name in fields);
 }
 
 export interface ProjectState {
