@@ -428,6 +428,36 @@ describe("work queue", () => {
     trackAgents(root);
   }, 60_000);
 
+  it("a daemon restarted with an unreadable trust.json keeps a ticket in progress waiting for the file (not failed); fixed and trusted, it goes on", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(root, "TASK", `steps:\n  - name: plan\n    prompt: "echo planning"\n    review: plan\n  - name: build\n    prompt: "write {{OUTPUT_FILE}} built after the restart"\n`);
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "patient", ticketType: "TASK" });
+    await waitReview(client, root, "TASK-0001", "the plan review");
+    await waitFor("state.json to hold the review", () => readState(daemon.home).agents[0]?.review_state === "pending_plan");
+    trackAgents(root);
+    await daemon.stop();
+    const trustFile = path.join(daemon.home, "trust.json");
+    const trusted = readFileSync(trustFile, "utf8");
+    writeFileSync(trustFile, '{"version":1,"projects":');
+
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    await waitFor("the ticket to wait for trust.json", () => readState(restarted.home).agents[0]?.last_message?.includes("trust.json cannot be read"));
+    expect(readState(restarted.home).agents[0]).toMatchObject({ ticket_id: "TASK-0001", status: "awaiting_input", last_message: expect.stringContaining(`${trustFile}: not valid JSON`) });
+    expect(await ticketState(client2, root, "TASK-0001")).toBe("in-progress");
+    expect(readFileSync(trustFile, "utf8")).toBe('{"version":1,"projects":');
+
+    writeFileSync(trustFile, trusted);
+    await trustProject(client2, root);
+    await waitReview(client2, root, "TASK-0001", "the plan review again");
+    trackAgents(root);
+    await client2.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    await waitDone(client2, root, "TASK-0001");
+    trackAgents(root);
+    expect(readState(restarted.home).completed[0]?.summary).toBe("built after the restart");
+  }, 60_000);
+
   it("a daemon killed while ending tickets: the next start moves them to done/, each with its ending written once", async () => {
     const { daemon, client, root } = await setup();
     await client.request("queue_pause", {});

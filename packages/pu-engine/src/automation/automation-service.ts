@@ -117,7 +117,9 @@ export class AutomationService {
     if (!showOnly) {
       await this.state.trust.trust(root, items);
       this.state.log.event("trusted", { projectRoot: root, items: [...untrusted] });
-      if (untrusted.size > 0) this.state.events.emit("project_trusted", { projectRoot: root, keys: [...untrusted] });
+      // Also with nothing new to record: `pu trust` is "try again" for what waited on trust, such as
+      // a ticket that waited for an unreadable trust.json which is fixed now.
+      this.state.events.emit("project_trusted", { projectRoot: root, keys: [...untrusted] });
     }
     return { items: items.map(({ key, file, runs }) => ({ key, file, runs, trusted: !untrusted.has(key) })), recorded };
   }

@@ -59,9 +59,10 @@ export class QueueService extends QueueHostSteps {
       run.live = live;
     } catch (err) {
       if (isPuError(err) && err.code === "UNTRUSTED") return this.waitForTrust(agentState, run, err.message);
-      // The workflow's trust could not be checked, which is no fault of the ticket: it waits for the file.
+      // The workflow's trust could not be checked, which is no fault of the ticket: it waits for the
+      // file (the problem says to fix it and run `pu trust`, which continues it).
       const trustProblem = await trustFileProblem(this.state);
-      if (trustProblem !== undefined) return this.waitForTrust(agentState, run, `could not continue after a restart: trust.json cannot be read: ${trustProblem} (fix the file, then \`pu trust\`)`);
+      if (trustProblem !== undefined) return this.waitForTrust(agentState, run, `could not continue after a restart: trust.json cannot be read: ${trustProblem}`);
       return this.fail(run, `could not continue after a restart: ${(err as Error).message}`);
     }
     const index = Math.max(0, run.workflow.steps.findIndex((s) => s.name === agentState.current_step));
