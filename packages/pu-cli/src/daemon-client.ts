@@ -32,7 +32,8 @@ export async function tryConnectDaemon(home: string = daemonHome()): Promise<Cli
   try {
     return await connectClient({ socketPath: socketPath(home), clientName: CLIENT_NAME, timeoutMs: CONNECT_TIMEOUT_MS });
   } catch (error) {
-    if (isPuError(error) && error.code === "DAEMON_UNAVAILABLE") return undefined;
+    // A daemon that answered "full" is there: waiting for it to start would only hide why.
+    if (isPuError(error) && error.code === "DAEMON_UNAVAILABLE" && error.details?.maxConnections === undefined) return undefined;
     throw withRestartHint(error);
   }
 }

@@ -264,4 +264,24 @@ describe("when the daemon cannot be used", () => {
       await new Promise((resolve) => server.close(resolve));
     }
   });
+
+  it("a daemon at its connection limit: exit 4 at once with its own words, not a wait blamed on recovery", async () => {
+    const home = tempDir("pu-cli-full-");
+    // What pu's server answers over its limit: an error frame with no id, then the end.
+    const server: Server = createServer((socket) => {
+      socket.end(encodeFrame({ type: "error", id: null, code: "DAEMON_UNAVAILABLE", message: "pu daemon is at its limit of 512 connections", details: { maxConnections: 512 } }));
+      socket.on("error", () => socket.destroy());
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => server.listen(path.join(home, "daemon.sock"), resolve));
+    try {
+      const started = Date.now();
+      const r = await runPu(["health"], { cwd: tmpdir(), env: { PU_HOME: home } });
+      expect(r.code).toBe(4);
+      expect(r.stderr).toBe("pu: pu daemon is at its limit of 512 connections\n");
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      server.close();
+    }
+  });
 });

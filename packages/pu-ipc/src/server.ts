@@ -20,6 +20,11 @@ export const DEFAULT_MAX_CONNECTIONS = 512;
 export const DEFAULT_HIGH_WATER_BYTES = 1024 * 1024;
 /** How long close() lets a connection flush before cutting it. */
 const CLOSE_GRACE_MS = 2000;
+/**
+ * Every client says hello as it connects; one that has not after this long (a stuck or hostile
+ * peer) would otherwise hold one of the server's connection slots for good.
+ */
+const DEFAULT_HELLO_TIMEOUT_MS = 30_000;
 
 export interface ConnectionContext {
   readonly connectionId: number;
@@ -56,6 +61,8 @@ export interface ServerOptions {
   handlers: Handlers;
   maxConnections?: number;
   highWaterBytes?: number;
+  /** A connection that has not said hello by then is refused and closed (default 30 s). */
+  helloTimeoutMs?: number;
   log?: LogFn;
 }
 
@@ -105,7 +112,15 @@ class Connection implements ConnectionContext {
     private readonly handlers: Handlers,
     private readonly highWaterBytes: number,
     private readonly log: LogFn,
+    helloTimeoutMs: number,
   ) {
+    const helloTimer = setTimeout(() => {
+      if (this.greeted || this.closed || this.refused) return;
+      this.log("ipc.hello_timeout", { connectionId, helloTimeoutMs });
+      this.refuse(null, "TIMEOUT", `no hello within ${helloTimeoutMs} ms`);
+    }, helloTimeoutMs);
+    helloTimer.unref();
+    socket.once("close", () => clearTimeout(helloTimer));
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("drain", () => {
       for (const cb of this.drainCallbacks) this.runCallback("drain", cb);
@@ -324,13 +339,15 @@ export function createServer(options: ServerOptions): IpcServer {
         id: null,
         code: "DAEMON_UNAVAILABLE",
         message: `pu daemon is at its limit of ${maxConnections} connections`,
+        // Tells a client this refusal (a live daemon, full) from no daemon at all.
+        details: { maxConnections },
       };
       socket.end(encodeFrame(refusal));
       socket.resume(); // read (and drop) input so the peer's close is noticed
       setTimeout(() => socket.destroy(), CLOSE_GRACE_MS).unref();
       return;
     }
-    const connection = new Connection(connectionId, socket, handlers, highWaterBytes, log);
+    const connection = new Connection(connectionId, socket, handlers, highWaterBytes, log, options.helloTimeoutMs ?? DEFAULT_HELLO_TIMEOUT_MS);
     connections.set(connectionId, connection);
     socket.on("close", () => connections.delete(connectionId));
   });

@@ -383,10 +383,24 @@ describe("client and server over a real Unix socket", () => {
     const refused = await rejection(connectClient({ socketPath: dir.socketPath, clientName: "third" }));
     expect(refused.code).toBe("DAEMON_UNAVAILABLE");
     expect(refused.message).toContain("2 connections");
+    expect(refused.details).toEqual({ maxConnections: 2 });
 
     first.close();
     await first.closed;
     await waitFor(() => server.connectionCount() < 2, "the server to notice the closed client");
+    expect((await (await connect()).request("health", {})).pid).toBe(process.pid);
+  });
+
+  it("refuses and closes a connection that says no hello in time, freeing its slot; one that does stays", async () => {
+    const { server, logs } = await startServer({ maxConnections: 2, helloTimeoutMs: 300 });
+    const silent = await rawPeer();
+    const client = await connect();
+    expect(await silent.nextFrame()).toMatchObject({ type: "error", id: null, code: "TIMEOUT" });
+    await waitFor(() => silent.closed, "the silent connection to close");
+    await waitFor(() => server.connectionCount() === 1, "its slot to be free");
+    expect(logs.some((l) => l.event === "ipc.hello_timeout")).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect((await client.request("health", {})).pid).toBe(process.pid);
     expect((await (await connect()).request("health", {})).pid).toBe(process.pid);
   });
 
