@@ -369,6 +369,20 @@ describe("work queue", () => {
     expect(readFileSync(file, "utf8")).toBe('{"paused": "maybe", "agents": []}');
   }, 60_000);
 
+  it("a state.json spoiled while the daemon runs is not written over: the queue stops and names it", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const file = path.join(daemon.home, "state.json");
+    await client.request("queue_pause", {});
+    expect(readState(daemon.home).paused).toBe(true);
+    // Fine edits go through as before; a broken file is kept as it is.
+    writeFileSync(file, '{"paused": tru');
+    await expect(client.request("queue_resume", {})).rejects.toMatchObject({ code: "INVALID_STATE", message: expect.stringContaining(file) });
+    expect(readFileSync(file, "utf8")).toBe('{"paused": tru');
+    await expect(client.request("queue_pause", {})).rejects.toMatchObject({ code: "INVALID_STATE" });
+    expect(readFileSync(file, "utf8")).toBe('{"paused": tru');
+  }, 60_000);
+
   it("a ticket waiting for a review waits again after a daemon restart, and goes on when approved", async () => {
     const { daemon, client, root } = await setup();
     writeWorkflow(root, "TASK", `steps:\n  - name: plan\n    prompt: "echo planning"\n    review: plan\n  - name: after\n    prompt: "write {{OUTPUT_FILE}} approved after restart"\n`);

@@ -202,6 +202,25 @@ describe("UsageService", () => {
     expect(file.agents["ag-usage003"].reading).toBeUndefined();
   });
 
+  it("a usage.json spoiled while the daemon runs is not written over: it is reported from then on", async () => {
+    const service = newService();
+    started("ag-usage005");
+    appendFileSync(recordFile, answerLine("msg_1", 20));
+    await until("usage.json written", () => {
+      try {
+        return JSON.parse(readFileSync(usageFilePath(root), "utf8")).agents["ag-usage005"] ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    });
+    writeFileSync(usageFilePath(root), "{ spoiled");
+    // A new answer is counted in memory; the write that would carry it finds the file changed.
+    appendFileSync(recordFile, answerLine("msg_2", 20));
+    await until("the spoiled file reported", async () => service.usage(root, "agent").then(() => undefined, (error: Error) => (/usage\.json: not valid JSON/.test(error.message) ? true : undefined)));
+    await service.stop();
+    expect(readFileSync(usageFilePath(root), "utf8")).toBe("{ spoiled");
+  });
+
   it("reports a corrupt usage.json in one line and never overwrites it", async () => {
     writeFileSync(usageFilePath(root), "{ not json");
     const service = newService();

@@ -1,12 +1,14 @@
 /**
  * The projects' `.pu/usage.json`, held in memory once read: read once per project (a corrupt
- * file is reported, counted on in memory, and never overwritten), written back by this store
+ * file is reported, counted on in memory, and never overwritten — nor one that no longer parses
+ * when it is found changed under the daemon before a write), written back by this store
  * only (locked, atomic), and each project's prices and daily budget from its config, read again
  * only when the config changed.
  */
 import { statSync } from "node:fs";
 import { loadConfig, type BudgetLimit } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
+import { FileWitness } from "@pu/core/file-witness";
 import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
 import { configPath } from "@pu/core/paths";
 import { emptyUsageFile, parseUsageFile, usageFilePath, type AgentUsage, type UsageFile } from "@pu/core/usage-file";
@@ -22,6 +24,8 @@ export interface ProjectUsage {
   /** Why usage.json could not be read: reported, and never overwritten. */
   problem?: string;
   dirty: boolean;
+  /** usage.json as this store last read or wrote it. */
+  witness: FileWitness;
   prices?: { book: PriceBook; daily?: BudgetLimit; at: number; mtime: number };
   /** The UTC day whose daily budget was found spent (told once a day). */
   dailySpentOn?: string;
@@ -47,14 +51,15 @@ export class UsageStore {
       pending = (async () => {
         const path = usageFilePath(root);
         let project: ProjectUsage;
+        const witness = new FileWitness();
         try {
+          await witness.note(path);
           const text = await readTextIfExists(path);
-          project = { root, file: text === null ? emptyUsageFile() : parseUsageFile(text, path), dirty: false };
+          project = { root, file: text === null ? emptyUsageFile() : parseUsageFile(text, path), dirty: false, witness };
         } catch (error) {
-          // Read once per daemon: a fix is picked up by a restart, and the line says so.
-          const problem = `${error instanceof Error ? error.message : String(error)} (pu does not overwrite it; fix or move it, then \`pu daemon restart\`)`;
+          const problem = unreadable(error);
           this.log.event("usage_file_unreadable", { projectRoot: root, problem });
-          project = { root, file: emptyUsageFile(), problem, dirty: false };
+          project = { root, file: emptyUsageFile(), problem, dirty: false, witness };
         }
         this.projects.set(root, project);
         this.loading.delete(root);
@@ -124,12 +129,32 @@ export class UsageStore {
     if (!project || project.problem || !project.dirty) return;
     project.dirty = false;
     try {
-      await this.file.withLock(usageFilePath(root), (write) => write(`${JSON.stringify(project.file)}\n`));
+      const path = usageFilePath(root);
+      await this.file.withLock(path, async (write) => {
+        // Changed under the daemon: written over only while it still parses.
+        if (await project.witness.changed(path)) {
+          const text = await readTextIfExists(path);
+          try {
+            if (text !== null) parseUsageFile(text, path);
+          } catch (error) {
+            project.problem = unreadable(error);
+            this.log.event("usage_file_unreadable", { projectRoot: root, problem: project.problem });
+            return;
+          }
+        }
+        await write(`${JSON.stringify(project.file)}\n`);
+        await project.witness.note(path);
+      });
     } catch (error) {
       project.dirty = true;
       this.log.event("usage_write_failed", { projectRoot: root, error });
     }
   }
+}
+
+/** Read once per daemon: a fix is picked up by a restart, and the line says so. */
+function unreadable(error: unknown): string {
+  return `${error instanceof Error ? error.message : String(error)} (pu does not overwrite it; fix or move it, then \`pu daemon restart\`)`;
 }
 
 function configMtime(root: string): number {

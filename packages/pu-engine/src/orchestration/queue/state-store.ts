@@ -2,11 +2,13 @@
  * `$PU_HOME/state.json`, the work queue's state in the Operator seed's shape. The daemon is its
  * only writer: it holds the state in memory and lands every change under the file's lock with
  * an atomic rename (LockedFile, as the manifest does). A file that does not parse or validate
- * is reported and never overwritten: the queue stands still until a person fixes or moves it.
+ * is reported and never overwritten: the queue stands still until a person fixes or moves it —
+ * at start, and when the file is found changed under the running daemon before a write.
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { PuError } from "@pu/core/errors";
+import { FileWitness } from "@pu/core/file-witness";
 import { LockedFile } from "@pu/core/locked-file";
 import { emptyOperatorState, parseOperatorState, serializeOperatorState, type OperatorState } from "@pu/core/operator-state";
 
@@ -19,12 +21,15 @@ export class OperatorStateStore {
   private current: OperatorState = emptyOperatorState();
   /** Why the file could not be read; while set nothing is written. */
   private problem: string | undefined;
+  /** The file as this store last read or wrote it: one changed since is read before it is written over. */
+  private readonly witness = new FileWitness();
 
   constructor(readonly file: string) {}
 
   async load(): Promise<void> {
     let text: string;
     try {
+      await this.witness.note(this.file);
       text = await readFile(this.file, "utf8");
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
@@ -60,7 +65,32 @@ export class OperatorStateStore {
     this.ensureUsable();
     const result = change(this.current);
     const text = serializeOperatorState(this.current);
-    await this.lockedFile.withLock(this.file, async (write) => write(text));
+    await this.lockedFile.withLock(this.file, async (write) => {
+      await this.refuseIfSpoiled();
+      await write(text);
+      await this.witness.note(this.file);
+    });
     return result;
+  }
+
+  /**
+   * The file changed under the daemon since it last read or wrote it: written over only while
+   * it still parses. One that does not stops the queue, as a corrupt file found at start does.
+   */
+  private async refuseIfSpoiled(): Promise<void> {
+    if (!(await this.witness.changed(this.file))) return;
+    let text: string;
+    try {
+      text = await readFile(this.file, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
+      throw err;
+    }
+    try {
+      parseOperatorState(text, this.file);
+    } catch (err) {
+      this.problem = `${(err as Error).message} (changed while the daemon ran)`;
+      this.ensureUsable();
+    }
   }
 }
