@@ -24,7 +24,7 @@ import { appendHistory, ensureTicketDirs, moveTicket, scanTickets, watchQueueFol
 import { untrustedTicketIds } from "./ticket-trust.js";
 import { recordAgentExit } from "./usage.js";
 import { resolveWorkflow } from "./workflows.js";
-import { runKey, exists, type TicketRun } from "./queue-run.js";
+import { runKey, exists, waitsForDecision, type TicketRun } from "./queue-run.js";
 import type { SlotLedger } from "../slots.js";
 import type { HostMembers } from "../../hosts/host-members.js";
 import { LOCAL_PLACE } from "@pu/core/hosts-file";
@@ -362,7 +362,9 @@ export abstract class QueueDispatch {
       agentState.worktree_path = launched.worktreePath ?? launched.cwd;
       agentState.llm_tool = tool;
       agentState.llm_model = model;
-      agentState.status = "running";
+      // A ticket waiting for a review (or another decision) still waits with its new agent: only
+      // the decision puts it back to running (a restart starts its agent again while it waits).
+      if (!waitsForDecision(agentState)) agentState.status = "running";
       agentState.last_activity = nowIso();
     });
     return launched.live;

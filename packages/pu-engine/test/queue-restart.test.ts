@@ -1,0 +1,115 @@
+// A daemon SIGKILLed at the awkward moments of a ticket, then started again on the same
+// PU_HOME: nothing that was done runs twice, nothing waiting is run, nothing dispatched is lost.
+// The agents cannot be resumed (the fake agent type has no resume command), so each restart
+// starts a new agent in the ticket's worktree — the case where these went wrong.
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { OperatorStateSchema, type OperatorState } from "@pu/core/operator-state";
+import { listAgents } from "@pu/core/manifest";
+import type { Client } from "@pu/ipc/client";
+import { findTicket } from "../src/orchestration/queue/tickets.js";
+import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, readManifest, startTestDaemon, trackAgentPid, trustProject, waitFor, type TestDaemon } from "./helpers/daemon.js";
+import { runGit } from "./helpers/git-repo.js";
+
+afterEach(cleanupAll);
+
+// `stubborn` ignores SIGTERM, so stopping it takes pu's whole kill grace (5 s): the moment after a
+// step is recorded done and before the next one starts (or the ticket ends) lasts long enough to
+// SIGKILL the daemon in it.
+const CONFIG = `defaultAgent: fake
+agents:
+  fake:
+    command: ${JSON.stringify(FAKE_AGENT_COMMAND)}
+    interactive: true
+  stubborn:
+    command: ${JSON.stringify(`${FAKE_AGENT_COMMAND} --ignore-term`)}
+    interactive: true
+`;
+
+function writeWorkflow(root: string, type: string, yaml: string): void {
+  mkdirSync(path.join(root, ".pu", "workflows"), { recursive: true });
+  writeFileSync(path.join(root, ".pu", "workflows", `${type}.yaml`), yaml);
+}
+
+function readState(home: string): OperatorState {
+  return OperatorStateSchema.strict().parse(JSON.parse(readFileSync(path.join(home, "state.json"), "utf8")));
+}
+
+function trackAgents(root: string): void {
+  for (const { agent } of listAgents(readManifest(root))) trackAgentPid(agent.pid);
+}
+
+async function setup(): Promise<{ daemon: TestDaemon; client: Client; root: string }> {
+  const daemon = await startTestDaemon();
+  const client = await daemon.client();
+  const repo = await makeProject(client, CONFIG);
+  return { daemon, client, root: repo.root };
+}
+
+async function history(root: string, id: string): Promise<[string, string | undefined][]> {
+  const ticket = await findTicket(root, id);
+  return ((ticket.history ?? []) as { event: string; step?: string }[]).map((h) => [h.event, h.step]);
+}
+
+async function waitDone(client: Client, root: string, id: string): Promise<void> {
+  await waitFor(`${id} to be done`, async () => (await client.request("ticket_show", { projectRoot: root, ticketId: id })).ticket.state === "done", 30_000);
+}
+
+/** The subjects of the commits on the ticket's branch that its base does not have, oldest first. */
+function stepCommits(root: string, worktreePath: string): string[] {
+  const out = runGit(worktreePath, ["log", "--reverse", "--format=%s", "main..HEAD"]);
+  return out === "" ? [] : out.split("\n");
+}
+
+/** A gate that commits: each time the step is checked, one more commit on the ticket's branch. */
+const commitGate = (step: string) => `{ run: "echo ${step} >> ${step}.txt && git add ${step}.txt && git commit -qm 'step ${step}'" }`;
+
+describe("work queue, daemon SIGKILLed and restarted", () => {
+  it("a ticket waiting for a review when the daemon was SIGKILLed waits again (its step not run again) and goes on when approved", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(
+      root,
+      "TASK",
+      `steps:
+  - name: one
+    prompt: "echo one"
+    gate: ${commitGate("one")}
+  - name: two
+    prompt: "echo two"
+    gate: ${commitGate("two")}
+    review: plan
+  - name: three
+    prompt: "write {{OUTPUT_FILE}} approved after the restart"
+`,
+    );
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "patient", ticketType: "TASK" });
+    await waitFor("state.json to hold the review", () => readState(daemon.home).agents[0]?.review_state === "pending_plan");
+    trackAgents(root);
+    await daemon.crash();
+    const before = readState(daemon.home).agents[0];
+    const worktreePath = before?.worktree_path ?? "";
+
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    const review = await waitFor("the review after the restart", async () => (await client2.request("review_list", { projectRoot: root })).reviews.find((r) => r.ticketId === "TASK-0001"));
+    expect(review).toMatchObject({ step: "two", reviewState: "pending_plan" });
+    // Its agent is started again (a new one: this type cannot be resumed), and it stays waiting.
+    await waitFor("the ticket's new agent", () => readState(restarted.home).agents[0]?.session_name !== before?.session_name);
+    trackAgents(root);
+    expect(readState(restarted.home).agents[0]).toMatchObject({ status: "awaiting_input", review_state: "pending_plan", current_step: "two" });
+    expect(stepCommits(root, worktreePath)).toEqual(["step one", "step two"]);
+
+    await client2.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    await waitDone(client2, root, "TASK-0001");
+    trackAgents(root);
+    expect(readState(restarted.home).completed[0]).toMatchObject({ ticket_id: "TASK-0001", summary: "approved after the restart" });
+    expect(stepCommits(root, worktreePath)).toEqual(["step one", "step two"]);
+    expect((await history(root, "TASK-0001")).filter(([e]) => e === "step done")).toEqual([
+      ["step done", "one"],
+      ["step done", "two"],
+      ["step done", "three"],
+    ]);
+  }, 60_000);
+});
