@@ -66,6 +66,90 @@ function stepCommits(root: string, worktreePath: string): string[] {
 const commitGate = (step: string) => `{ run: "echo ${step} >> ${step}.txt && git add ${step}.txt && git commit -qm 'step ${step}'" }`;
 
 describe("work queue, daemon SIGKILLed and restarted", () => {
+  it("a step recorded done before the SIGKILL is not run again: the ticket goes on with the next step", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(
+      root,
+      "TASK",
+      `steps:
+  - name: a
+    agent: stubborn
+    prompt: "echo a"
+    gate: ${commitGate("a")}
+  - name: b
+    agent: stubborn
+    prompt: "echo b"
+    gate: ${commitGate("b")}
+  - name: c
+    agent: fake
+    prompt: "write {{OUTPUT_FILE}} c after the restart"
+`,
+    );
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "once each", ticketType: "TASK" });
+    // Step b is recorded done; the stubborn agent's stop (before c's agent starts) holds the ticket there.
+    await waitFor("step b recorded done", async () => (await history(root, "TASK-0001")).some(([e, s]) => e === "step done" && s === "b"), 20_000, 5);
+    trackAgents(root);
+    await daemon.crash();
+    const before = readState(daemon.home).agents[0];
+    expect(before).toMatchObject({ current_step: "b", completed_steps: ["a", "b"] });
+
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    await waitDone(client2, root, "TASK-0001");
+    trackAgents(root);
+    expect(readState(restarted.home).completed[0]).toMatchObject({ ticket_id: "TASK-0001", summary: "c after the restart" });
+    expect(stepCommits(root, before?.worktree_path ?? "")).toEqual(["step a", "step b"]);
+    expect(await history(root, "TASK-0001")).toEqual([
+      ["dispatched", undefined],
+      ["step done", "a"],
+      ["step done", "b"],
+      ["continued after a daemon restart", "c"],
+      ["step done", "c"],
+      ["done", undefined],
+    ]);
+  }, 60_000);
+
+  it("a ticket SIGKILLed after its last step was recorded done is finished on restart, not worked again", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(
+      root,
+      "TASK",
+      `steps:
+  - name: a
+    agent: stubborn
+    prompt: "echo a"
+    gate: ${commitGate("a")}
+  - name: b
+    agent: stubborn
+    prompt: "write {{OUTPUT_FILE}} b before the restart"
+    gate: ${commitGate("b")}
+`,
+    );
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "finish me", ticketType: "TASK" });
+    // The last step is recorded done; stopping the stubborn agent holds the ticket before its end is.
+    await waitFor("step b recorded done", async () => (await history(root, "TASK-0001")).some(([e, s]) => e === "step done" && s === "b"), 20_000, 5);
+    trackAgents(root);
+    await daemon.crash();
+    const before = readState(daemon.home).agents[0];
+    expect(before).toMatchObject({ current_step: "b", completed_steps: ["a", "b"] });
+
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    await waitDone(client2, root, "TASK-0001");
+    trackAgents(root);
+    expect(readState(restarted.home).completed[0]).toMatchObject({ ticket_id: "TASK-0001", summary: "b before the restart" });
+    expect(stepCommits(root, before?.worktree_path ?? "")).toEqual(["step a", "step b"]);
+    expect(await history(root, "TASK-0001")).toEqual([
+      ["dispatched", undefined],
+      ["step done", "a"],
+      ["step done", "b"],
+      ["continued after a daemon restart", undefined],
+      ["done", undefined],
+    ]);
+  }, 60_000);
+
   it("a ticket waiting for a review when the daemon was SIGKILLed waits again (its step not run again) and goes on when approved", async () => {
     const { daemon, client, root } = await setup();
     writeWorkflow(

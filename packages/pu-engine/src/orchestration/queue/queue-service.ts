@@ -11,6 +11,7 @@ import { DEFAULT_COLLECTION } from "@pu/core/default-workflows";
 import { isPuError, PuError } from "@pu/core/errors";
 import { findAgent } from "@pu/core/manifest";
 import type { AgentState } from "@pu/core/operator-state";
+import type { WorkflowStep } from "@pu/core/workflow";
 import { configPath, manifestPath } from "@pu/core/paths";
 import { compareTickets } from "@pu/core/ticket";
 import type { QueueStatus, ReviewItem, TicketView } from "@pu/ipc/protocol";
@@ -51,11 +52,17 @@ export class QueueService extends QueueHostSteps {
     }
     if (ticket.state !== "in-progress") return drop(`its ticket is in ${ticket.state}/`);
     const collection = this.store.state.project_collection_prefs?.[root] ?? DEFAULT_COLLECTION;
+    // Waiting for a person survives the restart; a timeout notice does not (the step is typed again).
+    // Read before the agent is started again, which is no answer to the question the ticket waits on.
+    const awaitingDecision = waitsForDecision(agentState);
     let live: LiveAgent | undefined;
+    let index = 0;
     try {
       run.workflow = (await resolveWorkflow(this.state, root, ticket.type, collection)).workflow;
+      index = restartIndex(run.workflow.steps, agentState, awaitingDecision);
       // On a host the step's group is followed there again (queue-host-steps.ts); nothing to reattach here.
-      live = agentState.host ? undefined : await this.reattach(run, agentState);
+      // With every step done only the ticket's end is left, which needs no agent.
+      live = agentState.host || index >= run.workflow.steps.length ? undefined : await this.reattach(run, agentState);
       run.live = live;
     } catch (err) {
       if (isPuError(err) && err.code === "UNTRUSTED") return this.waitForTrust(agentState, run, err.message);
@@ -65,11 +72,10 @@ export class QueueService extends QueueHostSteps {
       if (trustProblem !== undefined) return this.waitForTrust(agentState, run, `could not continue after a restart: trust.json cannot be read: ${trustProblem}`);
       return this.fail(run, `could not continue after a restart: ${(err as Error).message}`);
     }
-    const index = Math.max(0, run.workflow.steps.findIndex((s) => s.name === agentState.current_step));
-    // Waiting for a person survives the restart; a timeout notice does not (the step is typed again).
-    const awaitingDecision = waitsForDecision(agentState);
-    this.state.log.event("ticket_continued", { projectRoot: root, ticketId: ticket.id, step: agentState.current_step, agentId: live?.agentId ?? agentState.session_name, ...(agentState.host ? { host: agentState.host } : {}) });
-    await appendHistory(root, ticket.id, { event: "continued after a daemon restart", ...(agentState.current_step ? { step: agentState.current_step } : {}) }).catch(() => undefined);
+    // The step it goes on with (none: all were done, only the ticket's end is left).
+    const step = run.workflow.steps[index]?.name;
+    this.state.log.event("ticket_continued", { projectRoot: root, ticketId: ticket.id, step, agentId: live?.agentId ?? agentState.session_name, ...(agentState.host ? { host: agentState.host } : {}) });
+    await appendHistory(root, ticket.id, { event: "continued after a daemon restart", ...(step ? { step } : {}) }).catch(() => undefined);
     void this.drive(run, index, { awaitingDecision });
   }
 
@@ -289,4 +295,17 @@ export class QueueService extends QueueHostSteps {
       entry.updated_at = nowIso();
     });
   }
+}
+
+/**
+ * The step a restarted ticket goes on from: its current one, unless that was recorded done (the
+ * daemon died between a step's end and the next step's start, or during the ticket's end), which
+ * must not run twice: then the next one, or past the last when only the ending is left. A ticket
+ * waiting for a decision waits on its current step. A step the workflow no longer has: the first.
+ */
+function restartIndex(steps: readonly WorkflowStep[], agentState: AgentState, awaitingDecision: boolean): number {
+  const current = steps.findIndex((s) => s.name === agentState.current_step);
+  if (current < 0) return 0;
+  const done = !awaitingDecision && (agentState.completed_steps ?? []).includes(steps[current]?.name ?? "");
+  return done ? current + 1 : current;
 }

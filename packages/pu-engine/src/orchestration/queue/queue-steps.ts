@@ -60,6 +60,16 @@ export abstract class QueueSteps extends QueueEnd {
         if (outcome.kind === "reject") {
           const target = outcome.step === undefined ? i : run.workflow.steps.findIndex((s) => s.name === outcome.step);
           i = target < 0 ? i : target;
+          // The steps from the one sent back to are to run again, so they are no longer done: a
+          // restart goes on from the current step when it is not done (restartIndex), and it is this one now.
+          const again = new Set(run.workflow.steps.slice(i).map((s) => s.name));
+          const current = (run.workflow.steps[i] as WorkflowStep).name;
+          await this.store.update(() => {
+            const a = this.agentStateOf(run);
+            if (!a) return;
+            a.completed_steps = (a.completed_steps ?? []).filter((name) => !again.has(name));
+            a.current_step = current;
+          });
           extra = `Review: changes requested${outcome.step ? ` (back to step "${outcome.step}")` : ""}: ${outcome.reason}`;
           continue;
         }
