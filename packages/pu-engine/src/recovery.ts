@@ -11,6 +11,7 @@ import { nowIso, type EngineState } from "./state.js";
 import { installWorktreeHooks, repointLegacyHooks } from "./git/hooks.js";
 import { findStrayAgents } from "./stray-agents.js";
 import { settleInterruptedMerge } from "./git/merge.js";
+import { finishInterruptedCleans } from "./worktrees/clean-worktrees.js";
 import { currentBranch, listGitWorktrees } from "./git/runner.js";
 
 export const LOST_ERROR = "lost: the daemon stopped while it was running";
@@ -150,6 +151,8 @@ async function recoverProject(state: EngineState, root: string): Promise<void> {
   // Read first: a project with nothing to reconcile is not rewritten.
   const manifest = await state.store.read(root);
   await settleMerges(state, root, manifest);
+  // A clean cut short would otherwise leave an "active" worktree whose directory or branch is gone.
+  await finishInterruptedCleans(state, root, manifest);
   await adoptUnrecordedWorktrees(state, root, manifest);
   // Worktrees an earlier pu pointed at the repository's own .pu/hooks/ (which a clone can fill).
   await repointLegacyHooks(state, root);

@@ -1,6 +1,7 @@
 // Worktrees removed with their agents, never with work at risk unless forced (pu clean, pu group pick).
 import { loadConfig } from "@pu/core/config";
 import { PuError } from "@pu/core/errors";
+import type { Manifest, WorktreeEntry } from "@pu/core/manifest";
 import { isAlive } from "@pu/core/status";
 import { worktreesDir } from "@pu/core/paths";
 import type { CleanResult } from "@pu/ipc/protocol";
@@ -9,7 +10,43 @@ import { ownedNote, type OwnedWork } from "../agents/owners.js";
 import { dropSession } from "../agents/registry.js";
 import { stopAgents } from "../agents/stop.js";
 import { describeWorkAtRisk, removeWorktree, workAtRisk, type WorkAtRisk } from "../git/worktree.js";
+import { revParse } from "../git/runner.js";
 import { nowIso, worktreeIn, type EngineState } from "../state.js";
+
+/**
+ * Written on a worktree's entry (as the engine's own `cleaning` field: the statuses are the
+ * spec's, so none is added) once the clean has been allowed and just before git removes the
+ * directory and branch; the `cleaned` mark drops it. A daemon that dies in between leaves it
+ * behind, and the next start finishes that clean (finishInterruptedCleans) instead of showing a
+ * worktree whose directory or branch is gone as usable.
+ */
+interface CleanIntent {
+  startedAt: string;
+  /** The branch's commit when the clean was allowed (null: no branch), so recovery discards no later commit. */
+  branchCommit: string | null;
+}
+
+type EntryWithIntent = WorktreeEntry & { cleaning?: CleanIntent };
+
+function cleanIntentOf(wt: WorktreeEntry): CleanIntent | undefined {
+  const intent = (wt as EntryWithIntent).cleaning;
+  return intent !== null && typeof intent === "object" ? intent : undefined;
+}
+
+/** The entry of a removed worktree: cleaned, no intent left, its agents (all stopped by now) broken. */
+function markCleaned(entry: WorktreeEntry): void {
+  entry.status = "cleaned";
+  delete (entry as EntryWithIntent).cleaning;
+  const stamp = nowIso();
+  for (const agent of Object.values(entry.agents)) {
+    if (isAlive(agent.status) || agent.suspended) {
+      agent.status = "broken";
+      agent.completedAt ??= stamp;
+      delete agent.suspended;
+      delete agent.suspendedAt;
+    }
+  }
+}
 
 const NOTHING_AT_RISK: WorkAtRisk = { uncommittedFiles: [], unmergedCommits: 0 };
 
@@ -94,21 +131,26 @@ export async function cleanWorktrees(state: EngineState, root: string, req: Clea
       continue;
     }
     if (isAtRisk(risk)) notes.push(`discarded ${describeWorkAtRisk(risk)}`);
-    const removed = await removeWorktree({ projectRoot: root, worktreesDir: worktreesDir(root), path: wt.path, branch: wt.branch });
+    const intent: CleanIntent = { startedAt: nowIso(), branchCommit: await revParse(root, `refs/heads/${wt.branch}`) };
+    await state.updateManifest(root, (fresh) => {
+      const entry = fresh.worktrees[wt.id];
+      if (entry) (entry as EntryWithIntent).cleaning = intent;
+    });
+    let removed: Awaited<ReturnType<typeof removeWorktree>>;
+    try {
+      removed = await removeWorktree({ projectRoot: root, worktreesDir: worktreesDir(root), path: wt.path, branch: wt.branch });
+    } catch (err) {
+      // Refused (a path outside pu's directory): nothing was removed, so there is nothing to finish.
+      await state.updateManifest(root, (fresh) => {
+        const entry = fresh.worktrees[wt.id];
+        if (entry) delete (entry as EntryWithIntent).cleaning;
+      });
+      throw err;
+    }
     notes.push(...removed.notes);
     await state.updateManifest(root, (fresh) => {
       const entry = fresh.worktrees[wt.id];
-      if (!entry) return;
-      entry.status = "cleaned";
-      const stamp = nowIso();
-      for (const agent of Object.values(entry.agents)) {
-        if (isAlive(agent.status) || agent.suspended) {
-          agent.status = "broken";
-          agent.completedAt ??= stamp;
-          delete agent.suspended;
-          delete agent.suspendedAt;
-        }
-      }
+      if (entry) markCleaned(entry);
     });
     for (const id of Object.keys(wt.agents)) dropSession(state, id);
     cleaned.push({
@@ -122,4 +164,46 @@ export async function cleanWorktrees(state: EngineState, root: string, req: Clea
     state.log.event("clean", { projectRoot: root, worktreeId: wt.id, killedAgents: stopped.map((s) => s.agentId) });
   }
   return { cleaned, kept };
+}
+
+/**
+ * Daemon start: finishes every clean a dead daemon began (a worktree still carrying its
+ * `cleaning` intent). That clean had already been allowed (nothing at risk, or --force), and git
+ * may have removed the directory and not yet the branch, or neither: what is left is removed and
+ * the worktree marked cleaned, as the person asked. The one thing it never judged is a commit
+ * made on the branch since; then nothing more is removed, the branch is kept and the entry says
+ * why, so the work stays in pu's hands (pu merge, or pu clean again).
+ */
+export async function finishInterruptedCleans(state: EngineState, root: string, manifest: Manifest): Promise<void> {
+  for (const wt of Object.values(manifest.worktrees)) {
+    const intent = cleanIntentOf(wt);
+    if (!intent) continue;
+    const head = await revParse(root, `refs/heads/${wt.branch}`);
+    if (head !== null && head !== intent.branchCommit) {
+      await state.updateManifest(root, (fresh) => {
+        const entry = fresh.worktrees[wt.id];
+        if (!entry) return;
+        delete (entry as EntryWithIntent).cleaning;
+        entry.error = `the daemon stopped while cleaning ${wt.id}; ${wt.branch} gained commits since, so it was kept (its directory may be gone); merge it or run pu clean again`;
+      });
+      state.log.event("recovery_clean_kept", { projectRoot: root, worktreeId: wt.id, branch: wt.branch, head, branchCommit: intent.branchCommit });
+      continue;
+    }
+    try {
+      const removed = await removeWorktree({ projectRoot: root, worktreesDir: worktreesDir(root), path: wt.path, branch: wt.branch, deleteBranch: head !== null });
+      await state.updateManifest(root, (fresh) => {
+        const entry = fresh.worktrees[wt.id];
+        if (entry) markCleaned(entry);
+      });
+      state.log.event("recovery_clean_finished", { projectRoot: root, worktreeId: wt.id, ...removed });
+    } catch (err) {
+      await state.updateManifest(root, (fresh) => {
+        const entry = fresh.worktrees[wt.id];
+        if (!entry) return;
+        delete (entry as EntryWithIntent).cleaning;
+        entry.error = `the daemon stopped while cleaning ${wt.id}, and finishing it failed: ${(err as Error).message}; run pu clean again`;
+      });
+      state.log.event("recovery_clean_failed", { projectRoot: root, worktreeId: wt.id, error: err });
+    }
+  }
 }
