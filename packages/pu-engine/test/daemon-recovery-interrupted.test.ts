@@ -1,4 +1,4 @@
-// A daemon SIGKILLed in the middle of a clean, and what the restarted
+// A daemon SIGKILLed in the middle of a clean or of a ticket's final merge, and what the restarted
 // daemon makes of it. A git hook in the project's .git/hooks holds git at the moment that matters
 // (it waits on a file the test writes), so the kill lands there every time, not by luck.
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { listAgents } from "@pu/core/manifest";
 import type { Client } from "@pu/ipc/client";
 import type { TempRepo } from "./helpers/git-repo.js";
-import { cleanupAll, makeProject, readManifest, startTestDaemon, trackAgentPid, waitFor } from "./helpers/daemon.js";
+import { cleanupAll, FAKE_AGENT_COMMAND, makeProject, readManifest, startTestDaemon, trackAgentPid, trustProject, waitFor } from "./helpers/daemon.js";
 
 afterEach(cleanupAll);
 
@@ -116,4 +116,41 @@ describe("recovery of an operation a SIGKILL cut short", () => {
     expect(entry).toMatchObject({ status: "active", error: expect.stringContaining("pu/kept") });
     expect(entry?.cleaning).toBeUndefined();
   }, 60_000);
+
+  it("settles a ticket's final merge the daemon died in: the half-done merge is aborted and the ticket then merges and ends done", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client, `defaultAgent: fake\nagents:\n  fake:\n    command: ${JSON.stringify(FAKE_AGENT_COMMAND)}\n    interactive: true\n`);
+    mkdirSync(path.join(repo.root, ".pu", "workflows"), { recursive: true });
+    writeFileSync(
+      path.join(repo.root, ".pu", "workflows", "TASK.yaml"),
+      `finish: merge\nsteps:\n  - name: work\n    prompt: "write work.txt ticket work"\n  - name: commit\n    prompt: "commit ticket work"\n`,
+    );
+    await trustProject(client, repo.root);
+    // Held before git commits the merge: the main checkout has the merge staged.
+    const hold = installHoldingHook(repo, "pre-merge-commit", "true");
+    await client.request("ticket_create", { projectRoot: repo.root, title: "merge me", ticketType: "TASK" });
+    await waitFor("the ticket's merge to be under way", () => existsSync(hold.reached), 30_000);
+    for (const { agent } of listAgents(readManifest(repo.root))) trackAgentPid(agent.pid);
+    const mainBefore = repo.head();
+    await daemon.crash();
+    // The hook refuses: git stops with the merge half done in main. Its stderr went with the
+    // daemon, so it dies of the broken pipe before writing MERGE_HEAD: the merge is staged, unrecorded.
+    hold.release(1);
+    await gitSettled(repo, hold.done);
+    expect(repo.git(["status", "--porcelain", "--untracked-files=no"])).toBe("A  work.txt");
+
+    const second = await startTestDaemon(daemon.home);
+    const client2 = await second.client();
+    await waitFor("the ticket to end", async () => (await client2.request("ticket_show", { projectRoot: repo.root, ticketId: "TASK-0001" })).ticket.state === "done", 30_000);
+    for (const { agent } of listAgents(readManifest(repo.root))) trackAgentPid(agent.pid);
+    const history = (await client2.request("ticket_show", { projectRoot: repo.root, ticketId: "TASK-0001" })).ticket.history as { event: string; note?: string }[];
+    expect(history.at(-1)).toMatchObject({ event: "done", note: "merged into main" });
+    expect(existsSync(path.join(repo.root, ".git", "MERGE_HEAD"))).toBe(false);
+    expect(repo.head()).not.toBe(mainBefore);
+    expect(repo.git(["show", "HEAD:work.txt"])).toBe("ticket work");
+    expect(repo.git(["status", "--porcelain", "--untracked-files=no"])).toBe("");
+    const merged = Object.values(readManifest(repo.root).worktrees).find((w) => w.branch.startsWith("pu/"));
+    expect(merged?.status).toBe("merged");
+  }, 90_000);
 });

@@ -125,12 +125,27 @@ export function settleInterruptedMerge(options: { projectRoot: string; branch: s
     if (checkout && branchCommit) {
       const mergeHead = (await gitProbe(checkout, ["rev-parse", "--verify", "--quiet", "MERGE_HEAD"])).stdout.trim();
       if (mergeHead === branchCommit) aborted = (await gitProbe(checkout, ["merge", "--abort"])).ok;
+      else if (!mergeHead && (await holdsStagedMergeOf(checkout, branchCommit))) aborted = (await gitProbe(checkout, ["reset", "--merge"])).ok;
     }
     if (branchCommit && baseCommit && ((await isAncestor(projectRoot, branchCommit, baseCommit)) || (await mergeChangesNothing(projectRoot, baseCommit, branchCommit)))) {
       return { settled: "merged", commit: baseCommit };
     }
     return { settled: "rolled_back", aborted };
   });
+}
+
+/**
+ * The checkout's index is exactly its HEAD merged with `branchCommit`, and differs from HEAD: a
+ * merge git had staged but not recorded. git writes MERGE_HEAD last, after its message, so a git
+ * killed by the daemon's death (or by the broken pipe of its stderr) leaves this instead; a squash
+ * never writes one. Any other staged change is the person's and is not touched.
+ */
+async function holdsStagedMergeOf(checkout: string, branchCommit: string): Promise<boolean> {
+  const index = await gitProbe(checkout, ["write-tree"]); // fails on unmerged entries
+  const head = await gitProbe(checkout, ["rev-parse", "HEAD^{tree}"]);
+  if (!index.ok || !head.ok || index.stdout.trim() === head.stdout.trim()) return false;
+  const merged = await gitProbe(checkout, ["merge-tree", "--write-tree", "HEAD", branchCommit]);
+  return merged.ok && merged.stdout.split("\n")[0]?.trim() === index.stdout.trim();
 }
 
 interface MergeRequest {

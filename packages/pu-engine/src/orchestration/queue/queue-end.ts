@@ -3,12 +3,10 @@
  * and a merge of its worktree when the workflow finishes so. The steps (QueueSteps) end here.
  */
 import { readFile } from "node:fs/promises";
-import { loadConfig } from "@pu/core/config";
 import type { CompletedTicket } from "@pu/core/operator-state";
-import { worktreesDir } from "@pu/core/paths";
 import { ticketTrustKey } from "@pu/core/trust";
 import { stopAgents, stopFinishedAgents } from "../../agents/stop.js";
-import { mergeWorktree } from "../../git/merge.js";
+import { mergeRecordedWorktree } from "../../worktrees/merge-recorded.js";
 import { nowIso } from "../../state.js";
 import { appendHistory, findTicket, moveTicket } from "./tickets.js";
 import { COMPLETED_KEPT, endingSummary, runKey, stripTerminal, type TicketEnding, type TicketRun } from "./queue-run.js";
@@ -84,30 +82,23 @@ export abstract class QueueEnd extends QueueDispatch {
     await this.state.trust.forget(root, [ticketTrustKey(ticketId)]).catch((err: unknown) => this.state.log.event("trust_forget_failed", { projectRoot: root, ticketId, error: err }));
   }
 
+  /**
+   * The workflow's `finish: merge`, through the path `pu merge` takes (mergeRecordedWorktree): the
+   * worktree shows `merging` while git works, so a daemon that dies mid-merge has it settled on
+   * restart (the half-done merge in the base's checkout aborted, or recorded merged), and the
+   * continued ticket merges again instead of failing on the leftovers.
+   */
   protected async mergeTicketWorktree(run: TicketRun): Promise<string> {
     const worktreeId = this.agentStateOf(run)?.session_context_ref;
     if (!worktreeId) return "merge failed: the ticket has no worktree";
     const m = await this.state.store.read(run.root);
     const wt = m.worktrees[worktreeId];
     if (!wt?.baseBranch) return "merge failed: the worktree has no base branch";
+    // Merged already: by recovery settling the merge a dead daemon got far enough with, or by hand.
+    if (wt.status === "merged") return `merged into ${wt.baseBranch}`;
     try {
-      const outcome = await mergeWorktree({
-        projectRoot: run.root,
-        path: wt.path,
-        branch: wt.branch,
-        baseBranch: wt.baseBranch,
-        strategy: "merge",
-        worktreesDir: worktreesDir(run.root),
-        ignoreUntracked: (await loadConfig(run.root)).envFiles,
-      });
-      await this.state.updateManifest(run.root, (fresh) => {
-        const entry = fresh.worktrees[worktreeId];
-        if (entry && !outcome.alreadyUpToDate) {
-          entry.status = "merged";
-          entry.mergedAt = nowIso();
-        }
-      });
-      return outcome.alreadyUpToDate ? "nothing to merge" : `merged into ${wt.baseBranch}`;
+      const outcome = await mergeRecordedWorktree(this.state, run.root, { worktreeId, strategy: "merge" });
+      return outcome.nothingToMerge ? "nothing to merge" : `merged into ${outcome.baseBranch}`;
     } catch (err) {
       return `merge failed: ${(err as Error).message}`;
     }
