@@ -2,7 +2,7 @@
 // PU_HOME: nothing that was done runs twice, nothing waiting is run, nothing dispatched is lost.
 // The agents cannot be resumed (the fake agent type has no resume command), so each restart
 // starts a new agent in the ticket's worktree — the case where these went wrong.
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { OperatorStateSchema, type OperatorState } from "@pu/core/operator-state";
@@ -195,5 +195,38 @@ describe("work queue, daemon SIGKILLed and restarted", () => {
       ["step done", "two"],
       ["step done", "three"],
     ]);
+  }, 60_000);
+
+  it("a ticket SIGKILLed just after its dispatch, before its agent started, goes back to the queue and runs in the worktree its dispatch began", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(root, "SPIKE", `steps:\n  - name: explore\n    prompt: "write {{OUTPUT_FILE}} explored"\n`);
+    await trustProject(client, root);
+    // git runs this while it makes the ticket's worktree (the first time only): the daemon is then
+    // between the dispatch (state.json: starting, no worktree) and its agent's start.
+    const mark = path.join(path.dirname(root), "worktree-being-made");
+    const hook = path.join(root, ".git", "hooks", "post-checkout");
+    writeFileSync(hook, `#!/bin/sh\n[ -e '${mark}' ] && exit 0\ntouch '${mark}'\nsleep 2\n`);
+    chmodSync(hook, 0o755);
+    await client.request("ticket_create", { projectRoot: root, title: "x", ticketType: "SPIKE" });
+    await waitFor("the ticket's worktree to be in the making", () => existsSync(mark), 20_000, 5);
+    await daemon.crash();
+    expect(readState(daemon.home).agents[0]).toMatchObject({ ticket_id: "SPIKE-0001", status: "starting", session_context_ref: null });
+    const halfMade = runGit(root, ["worktree", "list", "--porcelain"])
+      .split("\n\n")
+      .find((entry) => entry.includes("branch refs/heads/pu/spike-0001"));
+    const halfMadePath = halfMade?.match(/^worktree (.*)$/m)?.[1];
+    expect(halfMadePath).toBeDefined();
+
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    await waitDone(client2, root, "SPIKE-0001");
+    trackAgents(root);
+    expect(readState(restarted.home).completed[0]).toMatchObject({ ticket_id: "SPIKE-0001", summary: "explored" });
+    expect((await history(root, "SPIKE-0001")).map(([e]) => e)).toEqual(["dispatched", "requeued after a daemon restart", "dispatched", "step done", "done"]);
+    // No second worktree, and none left over that nobody owns: the ticket worked in the one its
+    // first dispatch made.
+    const worktrees = Object.values(readManifest(root).worktrees);
+    expect(worktrees.map((wt) => wt.path)).toEqual([halfMadePath]);
+    expect(Object.values(worktrees[0]?.agents ?? {}).map((a) => a.env?.PU_TICKET_ID)).toEqual(["SPIKE-0001"]);
   }, 60_000);
 });

@@ -25,6 +25,7 @@ import { untrustedTicketIds } from "./ticket-trust.js";
 import { recordAgentExit } from "./usage.js";
 import { resolveWorkflow } from "./workflows.js";
 import { runKey, exists, waitsForDecision, type TicketRun } from "./queue-run.js";
+import { leftoverWorktree, REQUEUED_AFTER_RESTART } from "./leftover-worktree.js";
 import type { SlotLedger } from "../slots.js";
 import type { HostMembers } from "../../hosts/host-members.js";
 import { LOCAL_PLACE } from "@pu/core/hosts-file";
@@ -307,9 +308,13 @@ export abstract class QueueDispatch {
     try {
       await this.store.update(() => undefined);
       this.state.log.event("queue_slot_taken", { projectRoot: root, ticketId: ticket.id, used: this.store.state.agents.length, reason });
-      await appendHistory(root, ticket.id, { event: "dispatched", ...(place !== LOCAL_PLACE ? { note: `on host ${place}` } : {}) });
+      // A dispatch cut short by the daemon's death may have made the ticket's worktree already
+      // (the restart sent the ticket back here): it works there rather than leave it behind unowned.
+      const reuse = place === LOCAL_PLACE && requeuedAfterRestart(ticket) ? await this.leftoverOf(root, ticket.id) : undefined;
+      const note = place !== LOCAL_PLACE ? `on host ${place}` : reuse ? `in worktree ${reuse}, made by its dispatch before the daemon's restart` : undefined;
+      await appendHistory(root, ticket.id, { event: "dispatched", ...(note !== undefined ? { note } : {}) });
       if (place === LOCAL_PLACE) {
-        const live = await this.launchFor(run, agentState, tool, model, { kind: "new", name: ticket.id.toLowerCase() });
+        const live = await this.launchFor(run, agentState, tool, model, reuse ? { kind: "worktree", worktree: reuse } : { kind: "new", name: ticket.id.toLowerCase() });
         this.state.events.emit("ticket_changed", { projectRoot: root, ticketId: ticket.id, kind: "dispatched", agentId: live.agentId });
       } else {
         // Its steps start its agents there, each as the step begins.
@@ -328,6 +333,19 @@ export abstract class QueueDispatch {
       return;
     }
     void this.drive(run, 0);
+  }
+
+  /** The worktree an interrupted dispatch of the ticket left (leftover-worktree.ts); none when it cannot tell. */
+  private async leftoverOf(root: string, ticketId: string): Promise<string | undefined> {
+    const owned = new Set(this.store.state.agents.flatMap((a) => (a.project === root && a.session_context_ref ? [a.session_context_ref] : [])));
+    try {
+      const id = await leftoverWorktree(this.state, root, ticketId, owned);
+      if (id !== undefined) this.state.log.event("ticket_worktree_reused", { projectRoot: root, ticketId, worktreeId: id });
+      return id;
+    } catch (err) {
+      this.state.log.event("ticket_leftover_unreadable", { projectRoot: root, ticketId, error: err });
+      return undefined;
+    }
   }
 
   protected async hold(root: string, ticketId: string, err: unknown): Promise<void> {
@@ -378,4 +396,9 @@ export abstract class QueueDispatch {
     return this.store.state.agents.find((a) => a.project === run.root && a.ticket_id === run.ticketId);
   }
 
+}
+
+/** Whether a restart sent the ticket back to queue/ (its history says so). */
+function requeuedAfterRestart(ticket: TicketView): boolean {
+  return Array.isArray(ticket.history) && ticket.history.some((h) => (h as { event?: unknown } | null)?.event === REQUEUED_AFTER_RESTART);
 }

@@ -24,6 +24,7 @@ import { trustFileProblem, untrustedTicketProblems } from "./ticket-trust.js";
 import { resolveWorkflow } from "./workflows.js";
 import { waitsForDecision, runKey, exists, endingOf, endingSummary, type Decision, type TicketRun } from "./queue-run.js";
 import { QueueHostSteps } from "./queue-host-steps.js";
+import { REQUEUED_AFTER_RESTART } from "./leftover-worktree.js";
 
 export class QueueService extends QueueHostSteps {
   // ---- restart -------------------------------------------------------------------------------
@@ -51,6 +52,8 @@ export class QueueService extends QueueHostSteps {
       return drop("its ticket file is gone");
     }
     if (ticket.state !== "in-progress") return drop(`its ticket is in ${ticket.state}/`);
+    // Killed between its dispatch and its agent's start: nothing of it ran, so it starts over.
+    if (!agentState.host && !agentState.session_context_ref) return this.requeue(agentState, run);
     const collection = this.store.state.project_collection_prefs?.[root] ?? DEFAULT_COLLECTION;
     // Waiting for a person survives the restart; a timeout notice does not (the step is typed again).
     // Read before the agent is started again, which is no answer to the question the ticket waits on.
@@ -79,6 +82,24 @@ export class QueueService extends QueueHostSteps {
     void this.drive(run, index, { awaitingDecision });
   }
 
+  /**
+   * A ticket dispatched but with no agent or worktree recorded goes back to queue/ and is
+   * dispatched again as any other, in the worktree the cut-short dispatch made if it can tell
+   * which (leftover-worktree.ts). The history line comes first (a ticket seen in queue/ already
+   * says why), then the state entry goes, then the move: a crash in between leaves an in-progress
+   * ticket without state, which settleUntracked sends back too.
+   */
+  protected async requeue(agentState: AgentState, run: TicketRun): Promise<void> {
+    const root = run.root;
+    this.runs.delete(runKey(root, run.ticketId));
+    await appendHistory(root, run.ticketId, { event: REQUEUED_AFTER_RESTART, note: "the daemon stopped before its agent started" }).catch(() => undefined);
+    await this.store.update((s) => {
+      s.agents = s.agents.filter((a) => a !== agentState);
+    });
+    await moveTicket(root, run.ticketId, "in-progress", "queue").catch((err: unknown) => this.state.log.event("ticket_move_failed", { projectRoot: root, ticketId: run.ticketId, error: err }));
+    this.state.log.event("ticket_settled", { projectRoot: root, ticketId: run.ticketId, to: "queue", why: "no agent was recorded for it" });
+  }
+
   /** The ticket's workflow changed by hand while the daemon was down: it waits (in progress) for `pu trust`, then goes on. */
   protected async waitForTrust(agentState: AgentState, run: TicketRun, reason: string): Promise<void> {
     await this.store.update(() => {
@@ -104,7 +125,7 @@ export class QueueService extends QueueHostSteps {
         // why. The ending may already be there (finish writes it just before its move).
         const last = Array.isArray(ticket.history) ? (ticket.history.at(-1) as { event?: unknown } | undefined)?.event : undefined;
         const ended = record && (last === "done" || last === "failed" || last === "cancelled");
-        if (!ended) await appendHistory(root, ticket.id, { event: record ? endingOf(record) : "requeued after a daemon restart" }).catch(() => undefined);
+        if (!ended) await appendHistory(root, ticket.id, { event: record ? endingOf(record) : REQUEUED_AFTER_RESTART }).catch(() => undefined);
         await moveTicket(root, ticket.id, "in-progress", to).catch(() => undefined);
         this.state.log.event("ticket_settled", { projectRoot: root, ticketId: ticket.id, to });
       }
