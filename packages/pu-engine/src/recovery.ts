@@ -9,7 +9,7 @@ import { loadConfig, resolveAgentType } from "@pu/core/config";
 import { isSameProcess, terminateProcess, terminateProcessGroup } from "./process-info.js";
 import { nowIso, type EngineState } from "./state.js";
 import { installWorktreeHooks, repointLegacyHooks } from "./git/hooks.js";
-import { findStrayAgents } from "./stray-agents.js";
+import { findOrphanGits, findStrayAgents } from "./stray-agents.js";
 import { settleInterruptedMerge } from "./git/merge.js";
 import { finishInterruptedCleans } from "./worktrees/clean-worktrees.js";
 import { currentBranch, listGitWorktrees } from "./git/runner.js";
@@ -121,10 +121,33 @@ async function adoptUnrecordedWorktrees(state: EngineState, root: string, manife
   state.log.event("recovery_adopted_worktrees", { projectRoot: root, worktrees: adopted.map((wt) => wt.id) });
 }
 
+/** How long a start waits for a dead daemon's git (a merge held by a slow hook) before settling. */
+const ORPHAN_GIT_WAIT_MS = 15_000;
+
+/**
+ * A SIGKILLed daemon's `git merge` runs on as an orphan. Settled under it, the merge would be
+ * found with nothing to abort (or aborted), and the orphan would then record it, or leave
+ * MERGE_HEAD behind, after recovery. So settling waits for it to end (bounded: a hook that never
+ * returns must not hold the daemon's start for good; the wait is logged either way).
+ */
+async function waitForOrphanGits(state: EngineState, root: string): Promise<void> {
+  const dirs = [root, ...(await listGitWorktrees(root)).map((wt) => wt.path)];
+  const deadline = Date.now() + ORPHAN_GIT_WAIT_MS;
+  let pids = findOrphanGits(state.home, dirs);
+  if (pids.length === 0) return;
+  const first = pids;
+  while (pids.length > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    pids = findOrphanGits(state.home, dirs);
+  }
+  state.log.event("recovery_waited_for_git", { projectRoot: root, pids: first, stillRunning: pids });
+}
+
 /** Worktrees a dead daemon left `merging`: merged if the base holds the work, else rolled back to active. */
 async function settleMerges(state: EngineState, root: string, manifest: Manifest): Promise<void> {
   const merging = Object.values(manifest.worktrees).filter((wt) => wt.status === "merging");
   if (merging.length === 0) return;
+  await waitForOrphanGits(state, root);
   const fallbackBase = await currentBranch(root);
   for (const wt of merging) {
     const baseBranch = wt.baseBranch ?? fallbackBase;

@@ -4,7 +4,8 @@
  * process recovery cannot find by pid; it is found by the environment every
  * agent gets instead: `PU_HOME` of its daemon and its own `PU_AGENT_ID`.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import path from "node:path";
 import { isAgentId } from "@pu/core/ids";
 
 export interface StrayAgent {
@@ -68,4 +69,40 @@ export function findStrayAgents(home: string): StrayAgent[] {
     if (agentId !== undefined && isAgentId(agentId)) strays.push({ pid, agentId, leader: stat.session === pid });
   }
   return strays;
+}
+
+/**
+ * git processes a dead daemon of `home` left running with their working directory in one of
+ * `dirs` (a merge waiting on a slow hook). The daemon's own git children carry its `PU_HOME` and
+ * no `PU_AGENT_ID` (an agent's git carries its id); this daemon's children and ancestors are not
+ * counted. Found only to be waited for, never stopped: one that is a person's (a shell that
+ * exports the same PU_HOME) costs a bounded wait, nothing else.
+ */
+export function findOrphanGits(home: string, dirs: string[]): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const homeVar = `PU_HOME=${home}`;
+  const ancestors = ancestorsOf(process.pid);
+  const roots = dirs.map((d) => path.resolve(d));
+  const found: number[] = [];
+  for (const entry of entries) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid || ancestors.has(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "git") continue;
+      const stat = parentAndSession(pid);
+      if (!stat || stat.zombie || stat.ppid === process.pid) continue;
+      const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      if (!environ.includes(homeVar) || environ.some((v) => v.startsWith("PU_AGENT_ID="))) continue;
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      if (roots.some((r) => cwd === r || cwd.startsWith(r + path.sep))) found.push(pid);
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return found;
 }

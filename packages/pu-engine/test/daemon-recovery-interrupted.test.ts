@@ -153,4 +153,29 @@ describe("recovery of an operation a SIGKILL cut short", () => {
     const merged = Object.values(readManifest(repo.root).worktrees).find((w) => w.branch.startsWith("pu/"));
     expect(merged?.status).toBe("merged");
   }, 90_000);
+
+  it("waits for the dead daemon's git merge that outlived it before settling, and records what it did", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const repo = await makeProject(client);
+    const wt = await spawnIdle(client, repo, "late");
+    repo.commit({ "late.txt": "late work\n" }, "late work", wt.worktreePath);
+    const hold = installHoldingHook(repo, "pre-merge-commit", "true");
+    const merging = client.request("merge", { projectRoot: repo.root, worktreeId: wt.worktreeId }).catch((err: unknown) => err);
+    await waitFor("git to be committing the merge", () => existsSync(hold.reached));
+    await daemon.crash();
+    await merging;
+
+    // The orphaned git is still held while the new daemon starts; it lets go a moment later.
+    const letGo = setTimeout(() => hold.release(0), 1000);
+    await startTestDaemon(daemon.home);
+    clearTimeout(letGo);
+    hold.release(0);
+    // Had the start not waited, the orphan would go on to commit after recovery: look once it has.
+    await gitSettled(repo, hold.done);
+    expect(readManifest(repo.root).worktrees[wt.worktreeId]).toMatchObject({ status: "merged" });
+    expect(repo.git(["show", "HEAD:late.txt"])).toBe("late work");
+    expect(existsSync(path.join(repo.root, ".git", "MERGE_HEAD"))).toBe(false);
+    expect(repo.git(["status", "--porcelain", "--untracked-files=no"])).toBe("");
+  }, 60_000);
 });
