@@ -49,6 +49,13 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
     }
   });
 
+  it("an unknown plan exits 3 for every command that takes one, naming its file", async () => {
+    for (const args of [["plan", "show", "nope"], ["plan", "status", "nope"], ["plan", "approve", "nope"], ["plan", "run", "nope"], ["plan", "cancel", "nope"], ["plan", "evidence", "nope"], ["plan", "merge", "nope"]]) {
+      const run = await sb.pu(args);
+      expectOneLineError(run, 3, /plans\/nope\/session\.json does not exist/);
+    }
+  });
+
   it("an unknown worktree exits 3 for every command that takes one", async () => {
     const missing = "wt-zzzzzzzz";
     for (const args of [

@@ -212,6 +212,8 @@ export class PlanService {
 
   async approve(root: string, sessionId: string): Promise<PlanSummary> {
     const layout = layoutOf(root, sessionId);
+    // A plan that does not exist is not found (exit 3), not a lock that cannot be made in its folder.
+    await readSession(layout);
     await updatePlan(layout, (files) => {
       if (files.session.phase !== "PLANNING") throw new PuError("INVALID_STATE", `plan ${sessionId} is in ${files.session.phase}, not waiting for approval`);
       if (!tasksAccepted(files)) throw new PuError("INVALID_STATE", `plan ${sessionId} has no accepted tasks yet (the planner is still at work)`);
@@ -226,6 +228,7 @@ export class PlanService {
   /** Continues a `--plan-only` session (approving it if it was not). */
   async run(root: string, sessionId: string): Promise<PlanSummary> {
     const layout = layoutOf(root, sessionId);
+    await readSession(layout);
     await updatePlan(layout, (files) => {
       if (FINAL_PHASES.includes(files.session.phase)) throw new PuError("INVALID_STATE", `plan ${sessionId} is ${files.session.phase}`);
       files.session.options.plan_only = false;
