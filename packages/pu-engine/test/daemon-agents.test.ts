@@ -234,6 +234,12 @@ describe("agents through the daemon", () => {
     const again = await client.request("kill", { projectRoot: repo.root, target: "all" });
     expect(again.killed).toEqual([]);
     expect(again.skipped[0]).toMatchObject({ agentId: id, reason: expect.stringContaining("already exited") });
+    // That second kill let its output go: what is said then is why, not a restart that never was.
+    await expect(client.request("logs", { agentId: id })).rejects.toMatchObject({
+      code: "AGENT_NOT_FOUND",
+      message: `no output held for ${id}: it exited (code 137) and its output has been let go (a second \`pu kill\`, \`pu clean\` or a daemon restart does that)`,
+    });
+    await expect(client.request("input", { agentId: id, data: Buffer.from("hi") })).rejects.toMatchObject({ code: "INVALID_STATE", message: `${id} has exited (code 137); it takes no input` });
   });
 
   it("kill refuses to kill its caller and skips the caller and exclusions in bulk", async () => {

@@ -140,6 +140,11 @@ export async function requireSession(state: EngineState, agentId: string, { expl
   if (live) return live;
   const entry = await locateAgent(state, agentId);
   if (entry?.suspended && explainBenched) throw new PuError("INVALID_STATE", benchedAgentMessage(agentId));
+  // Its exit recorded, the output of an agent that ended is let go by a second `pu kill`, by
+  // `pu clean`, or by a daemon restart: said as it is, not as a restart that did not happen.
+  const exited = entry !== undefined && !entry.suspended && entry.exitCode !== undefined;
+  if (exited && explainBenched) throw new PuError("INVALID_STATE", `${agentId} has exited (code ${entry.exitCode}); it takes no input`);
+  if (exited) throw new PuError("AGENT_NOT_FOUND", `no output held for ${agentId}: it exited (code ${entry.exitCode}) and its output has been let go (a second \`pu kill\`, \`pu clean\` or a daemon restart does that)`);
   if (entry) throw new PuError("AGENT_NOT_FOUND", `no output held for ${agentId} (the daemon has restarted since it ran)`);
   throw new PuError("AGENT_NOT_FOUND", `no agent ${agentId} in any project this daemon knows`);
 }
