@@ -219,6 +219,16 @@ sequence:
     await expect(client.request("assign_trigger", { projectRoot: repo.root, agentId: "ag-nothere", trigger: "later" })).rejects.toMatchObject({
       code: "AGENT_NOT_FOUND",
     });
+
+    // An agent that has ended never waits again: binding it would leave an "active" trigger on it for good.
+    const ended = await client.request("spawn", { projectRoot: repo.root, root: true, command: FAKE_AGENT_COMMAND });
+    trackAgentPid(ended.agent.pid);
+    await client.request("kill", { projectRoot: repo.root, target: ended.agentId });
+    await expect(client.request("assign_trigger", { projectRoot: repo.root, agentId: ended.agentId, trigger: "later" })).rejects.toMatchObject({
+      code: "INVALID_STATE",
+      message: expect.stringContaining(`${ended.agentId} is not running (it exited`),
+    });
+    expect(manifestAgent(repo.root, ended.agentId)?.triggerState).toBeUndefined();
   });
 
   it("after a daemon restart a bound agent continues with its next action once it waits again", async () => {

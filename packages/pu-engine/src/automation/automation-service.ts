@@ -5,6 +5,7 @@
  * switched on or off, the git hooks' gates, and `pu trust`. The handlers only resolve the
  * project and pass the request on; the work is in this folder's modules.
  */
+import { PuError } from "@pu/core/errors";
 import { deleteDefinition, listDefinitions, loadDefinition, saveDefinition, type DefinitionKind, type DefinitionScope } from "@pu/core/definitions";
 import { definitionTrustItem, isTrustedKind, projectTrustItems } from "@pu/core/trust";
 import type { DefinitionSummary, RequestOf, ResultOf, TrustResult } from "@pu/ipc/protocol";
@@ -83,7 +84,12 @@ export class AutomationService {
     const { parsed: trigger } = await loadAgentTrigger(this.state, root, triggerName);
     const binding = triggerBinding(trigger, vars);
     await this.state.updateManifest(root, (m) => {
-      bindTrigger(agentIn(m, agentId).agent, binding);
+      const { agent } = agentIn(m, agentId);
+      // Its actions are typed into the agent when it waits: one that has ended never will.
+      if (!agent.suspended && !this.state.isRunning(agentId)) {
+        throw new PuError("INVALID_STATE", `${agentId} is not running${agent.exitCode !== undefined ? ` (it exited, code ${agent.exitCode})` : ""}; a trigger binds to a running or benched agent`);
+      }
+      bindTrigger(agent, binding);
     });
     this.state.log.event("trigger_assigned", { projectRoot: root, agentId, trigger: trigger.name });
     // An agent already waiting will not become waiting again by itself.
