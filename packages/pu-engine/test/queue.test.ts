@@ -350,6 +350,19 @@ describe("work queue", () => {
     expect(state.completed.find((c) => c.ticket_id === "FIX-0001")?.summary).toBe("cancelled");
   }, 60_000);
 
+  it("pu queue collection takes a collection that exists (default, or a folder of workflows) and refuses a typo that would stall every ticket", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    const root = (await makeProject(client, FAKE_CONFIG)).root;
+    await expect(client.request("queue_collection", { projectRoot: root, name: "reviw-heavy" })).rejects.toMatchObject({ code: "NOT_FOUND", message: expect.stringContaining('no workflow collection "reviw-heavy"') });
+    expect(await client.request("queue_collection", { projectRoot: root })).toMatchObject({ collection: "default" });
+    mkdirSync(path.join(root, ".pu", "workflows", "review-heavy"), { recursive: true });
+    expect(await client.request("queue_collection", { projectRoot: root, name: "review-heavy" })).toMatchObject({ collection: "review-heavy" });
+    mkdirSync(path.join(daemon.home, "workflows", "mine"), { recursive: true });
+    expect(await client.request("queue_collection", { projectRoot: root, name: "mine" })).toMatchObject({ collection: "mine" });
+    expect(await client.request("queue_collection", { projectRoot: root, name: "default" })).toMatchObject({ collection: "default" });
+  }, 60_000);
+
   it("a corrupt state.json is reported and never overwritten", async () => {
     const daemon = await startTestDaemon();
     const file = path.join(daemon.home, "state.json");

@@ -21,7 +21,7 @@ import { nowIso } from "../../state.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import { appendHistory, findTicket, moveTicket, scanTickets, ticketSummary, writeTicketField } from "./tickets.js";
 import { trustFileProblem, untrustedTicketProblems } from "./ticket-trust.js";
-import { resolveWorkflow } from "./workflows.js";
+import { collectionExists, resolveWorkflow } from "./workflows.js";
 import { waitsForDecision, runKey, exists, endingOf, endingSummary, type Decision, type TicketRun } from "./queue-run.js";
 import { QueueHostSteps } from "./queue-host-steps.js";
 import { REQUEUED_AFTER_RESTART } from "./leftover-worktree.js";
@@ -302,6 +302,10 @@ export class QueueService extends QueueHostSteps {
   }
 
   async setCollection(root: string, name: string): Promise<void> {
+    // A typo would stall every ticket of the project on "no workflow … in collection".
+    if (!(await collectionExists(this.state, root, name))) {
+      throw new PuError("NOT_FOUND", `no workflow collection "${name}": make .pu/workflows/${name}/ (or $PU_HOME/workflows/${name}/) with its TYPE.yaml files first`);
+    }
     await this.store.update((s) => {
       (s.project_collection_prefs ??= {})[root] = name;
     });

@@ -5,7 +5,7 @@
  * `$PU_HOME/workflows/<TYPE>.yaml`, `$PU_HOME/workflows/<collection>/<TYPE>.yaml`, and for
  * the default collection the workflow pu ships.
  */
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { DEFAULT_COLLECTION, DEFAULT_WORKFLOWS } from "@pu/core/default-workflows";
 import { PuError } from "@pu/core/errors";
@@ -51,4 +51,20 @@ export async function resolveWorkflow(state: EngineState, root: string, type: st
   const shipped = collection === DEFAULT_COLLECTION ? DEFAULT_WORKFLOWS[type] : undefined;
   if (shipped !== undefined) return { workflow: parseWorkflow(shipped, `built-in:${collection}/${type}`).workflow, source: `built-in:${collection}/${type}` };
   throw new PuError("NOT_FOUND", `no workflow for ticket type ${type} in collection "${collection}" (write .pu/workflows/${type}.yaml)`);
+}
+
+/**
+ * Whether a collection exists for the project: the default one always does (pu ships it); any
+ * other is a folder of workflows in the project's `.pu/workflows/` or in `$PU_HOME/workflows/`.
+ */
+export async function collectionExists(state: EngineState, root: string, collection: string): Promise<boolean> {
+  if (collection === DEFAULT_COLLECTION) return true;
+  for (const dir of [path.join(puDir(root), "workflows", collection), path.join(state.home, "workflows", collection)]) {
+    const found = await stat(dir).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
+    if (found) return true;
+  }
+  return false;
 }
