@@ -49,6 +49,11 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
     }
   });
 
+  it("a preferred model that starts with '-' is refused like every other model value, and nothing is stored", async () => {
+    expectOneLineError(await sb.pu(["stats", "prefer", "--model=-x", "terminal"]), 2, /--model "-x" must not start with "-"/);
+    expect(JSON.parse((await sb.ok(["stats", "--json"])) || "{}").stats?.preferred_tool ?? null).toBeNull();
+  });
+
   it("an unknown plan exits 3 for every command that takes one, naming its file", async () => {
     for (const args of [["plan", "show", "nope"], ["plan", "status", "nope"], ["plan", "approve", "nope"], ["plan", "run", "nope"], ["plan", "cancel", "nope"], ["plan", "evidence", "nope"], ["plan", "merge", "nope"]]) {
       const run = await sb.pu(args);

@@ -1,4 +1,5 @@
 // stats, stats_prefer: usage per project, tool and model (state.json's project_llm_stats).
+import { checkArgvValue } from "@pu/core/argv-value";
 import { loadConfig, resolveAgentType } from "@pu/core/config";
 import type { LlmModelUsage } from "@pu/core/operator-state";
 import type { RequestOf, ResultOf, StatsRow } from "@pu/ipc/protocol";
@@ -42,6 +43,8 @@ export async function handleStatsPrefer(services: StatsContext, req: RequestOf<"
   const root = await services.state.project(req.projectRoot);
   // An unknown type would hold every ticket that names none when it is dispatched: refused now.
   resolveAgentType(await loadConfig(root), req.tool);
+  // A preferred model goes after `--model` for every ticket that names none: refused now, not at each launch.
+  if (req.model) checkArgvValue("--model", req.model);
   await services.queue.prefer(root, req.tool, req.model ?? null);
   return { project: root, preferredTool: req.tool, preferredModel: req.model ?? null };
 }
