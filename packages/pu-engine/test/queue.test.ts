@@ -264,6 +264,19 @@ describe("work queue", () => {
     expect(completed.summary).toContain("slept 4000");
   }, 60_000);
 
+  it("without an output file a ticket's summary is its agent's screen, not raw bytes with a line editor's backspaces", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(root, "TASK", `steps:\n  - name: only\n    prompt: "redraw summed up"\n`);
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "screen summary", ticketType: "TASK" });
+    await waitDone(client, root, "TASK-0001");
+    trackAgents(root);
+    const completed = await waitFor("the completed record", () => readState(daemon.home).completed[0]);
+    expect(completed.summary).toContain("final summed up");
+    expect(completed.summary).not.toContain("draft");
+    expect(completed.summary).not.toContain("\b");
+  }, 60_000);
+
   it("a step timeout longer than setTimeout can hold (40,000 min) does not flag the ticket at once", async () => {
     const { daemon, client, root } = await setup();
     writeWorkflow(root, "TASK", `steps:\n  - name: long\n    prompt: "sleep 1500"\n    timeout_minutes: 40000\n`);

@@ -6,11 +6,15 @@ import { readFile } from "node:fs/promises";
 import type { CompletedTicket } from "@pu/core/operator-state";
 import { ticketTrustKey } from "@pu/core/trust";
 import { stopAgents, stopFinishedAgents } from "../../agents/stop.js";
+import { lastScreenLines } from "../../agents/turn.js";
 import { mergeRecordedWorktree } from "../../worktrees/merge-recorded.js";
 import { nowIso } from "../../state.js";
 import { appendHistory, findTicket, moveTicket } from "./tickets.js";
-import { COMPLETED_KEPT, endingSummary, runKey, stripTerminal, type TicketEnding, type TicketRun } from "./queue-run.js";
+import { COMPLETED_KEPT, endingSummary, runKey, type TicketEnding, type TicketRun } from "./queue-run.js";
 import { QueueDispatch } from "./queue-dispatch.js";
+
+/** A ticket with no output file is summed up by the last lines of its agent's screen. */
+const SUMMARY_SCREEN_LINES = 10;
 
 export abstract class QueueEnd extends QueueDispatch {
   protected async complete(run: TicketRun): Promise<void> {
@@ -21,10 +25,9 @@ export abstract class QueueEnd extends QueueDispatch {
     } catch {
       // no output file: the agent's last screen lines
     }
-    if (!summary && run.live) {
-      const tail = run.live.session.ring.tail(8192).data.toString("utf8");
-      summary = stripTerminal(tail).split("\n").map((l) => l.trimEnd()).filter((l) => l.trim() !== "").slice(-10).join("\n");
-    }
+    // Read off the screen model, as `pu logs --screen` shows it: raw bytes keep a shell's
+    // backspaces and redraws (`echo X\b\b\b…echo X`), which stripping escapes cannot undo.
+    if (!summary && run.live) summary = await lastScreenLines(run.live, SUMMARY_SCREEN_LINES);
     let note: string | undefined;
     if (run.workflow.finish === "merge") note = await this.mergeTicketWorktree(run);
     if (note !== undefined && note.startsWith("merge failed")) return this.fail(run, note);

@@ -59,10 +59,6 @@ export function runKey(root: string, ticketId: string): string {
   return `${root}\0${ticketId}`;
 }
 
-export function stripTerminal(text: string): string {
-  return text.replace(/\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(\x07|\x1b\\)|\x1b[()][A-Za-z0-9]|\x1b[=>]|\r/g, "");
-}
-
 export async function exists(file: string): Promise<boolean> {
   try {
     await access(file);
