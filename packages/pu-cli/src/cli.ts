@@ -94,20 +94,32 @@ async function run(argv: readonly string[], matched: string | undefined): Promis
     command = cli.process(input);
     if (passThrough !== undefined) (command as unknown as { passThrough: string[] }).passThrough = passThrough;
   } catch (error) {
-    return usageError(usageMessage(error, input, matched));
+    return usageError(usageMessage(error, input, matched, () => missingRequiredOptions(cli.definitions(), matched, input)));
   }
   return cli.run(command);
 }
 
 /** Clipanion's parse errors are multi-line blocks; pu reports one line and where to look. */
-function usageMessage(error: unknown, input: readonly string[], matched: string | undefined): string {
+function usageMessage(error: unknown, input: readonly string[], matched: string | undefined, missingOptions: () => string[]): string {
   const hint = matched === undefined ? "run `pu --help`" : `run \`pu ${matched} --help\``;
   if (matched === undefined && input[0] !== undefined && !input[0].startsWith("-")) {
     return `unknown command "${input[0]}"; ${hint}`;
   }
   const firstLine = (error instanceof Error ? error.message : String(error)).split("\n")[0]!.trim();
-  const reason = /^Command not found/.test(firstLine)
-    ? `invalid arguments: ${input.join(" ")}`
-    : firstLine.replace(/\.$/, "");
-  return `${reason}; ${hint}`;
+  if (!/^Command not found/.test(firstLine)) return `${firstLine.replace(/\.$/, "")}; ${hint}`;
+  // Clipanion says only "not found" when a required option is absent: name it.
+  const missing = missingOptions();
+  if (missing.length > 0) return `pu ${matched} needs ${missing.join(" and ")}; ${hint}`;
+  return `invalid arguments: ${input.join(" ")}; ${hint}`;
+}
+
+/** The required options of the command at `matched` that `input` does not give (by their long name). */
+function missingRequiredOptions(definitions: { path: string; options: { definition: string; required: boolean }[] }[], matched: string | undefined, input: readonly string[]): string[] {
+  const definition = definitions.find((d) => d.path === `pu ${matched}`);
+  if (!definition) return [];
+  return definition.options
+    .filter((option) => option.required)
+    .map((option) => (option.definition.split(" ")[0] ?? "").split(","))
+    .filter((names) => !names.some((name) => input.some((arg) => arg === name || arg.startsWith(`${name}=`))))
+    .map((names) => names[names.length - 1] ?? "");
 }

@@ -95,6 +95,10 @@ describe("usage errors exit 2 with one line and a hint", () => {
     [["attach", "ag-x", "--detach-key", "C-["], /--detach-key C-\[ is Escape, which arrow and function keys send/],
     [["daemon"], /pu daemon needs a subcommand \(one of: start, stop, stdio, restart, status\)/],
     [["daemon", "frob"], /pu daemon has no subcommand "frob"/],
+    // A required option left out is named, not "invalid arguments".
+    [["review", "reject", "TASK-0001"], /^pu: pu review reject needs --reason; run `pu review reject --help`$/m],
+    [["host", "add", "box", "--ssh", "me@box"], /^pu: pu host add needs --root; run `pu host add --help`$/m],
+    [["host", "install", "box"], /^pu: pu host install needs --packed; run `pu host install --help`$/m],
   ])("pu %j", async (args, pattern) => {
     const r = await pu(...args);
     expect(r.code).toBe(2);
