@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Packs pu's four packages into installable tarballs (pnpm pack rewrites their `workspace:*`
+# Packs pu's five packages into installable tarballs (pnpm pack rewrites their `workspace:*`
 # dependencies on each other to the exact version).
 #
 #   bash scripts/pack.sh [DEST] [--no-build]

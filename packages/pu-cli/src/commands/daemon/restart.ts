@@ -8,6 +8,12 @@ export default class DaemonRestartCommand extends PuCommand {
   static override usage = Command.Usage({
     category: "Daemon",
     description: "Stop the pu daemon (if running) and start it again, e.g. after upgrading pu",
+    details: `
+      The new daemon starts with this shell's environment, which its agents then get.
+      Stopping benches every running agent (as \`pu daemon stop\` does): \`pu play ID\`
+      brings each one back — a terminal agent as a fresh shell, Claude, Codex and OpenCode
+      with their conversation.
+    `,
     examples: [["Restart it", "$0 daemon restart"]],
   });
 
