@@ -35,38 +35,54 @@ function ancestorsOf(pid: number): Set<number> {
   return found;
 }
 
+/** A living process started for the daemon owning `home` (its `PU_HOME` in its environment). */
+interface HomeProcess {
+  pid: number;
+  session: number;
+  environ: string[];
+}
+
 /**
- * Living processes started for the daemon owning `home`: agents (session leaders: node-pty
- * calls setsid) and whatever they started that outlived them (a `nohup` child, a dev server:
- * they inherit the agent's environment), less this process's own children. Only one daemon
- * may own a home, so while it starts up every such process is an orphan.
+ * Every living process whose environment carries `PU_HOME=home`, less this process, its own
+ * children and its ancestors: a `pu` run inside an agent that found no daemon started this one,
+ * so it and whatever ran it carry the agent's environment, but they are waiting for us.
+ * `accept(pid)` looks first at what is cheaper to read than the environment.
  */
-export function findStrayAgents(home: string): StrayAgent[] {
+function* processesOfHome(home: string, accept: (pid: number) => boolean = () => true): Generator<HomeProcess> {
   let entries: string[];
   try {
     entries = readdirSync("/proc");
   } catch {
-    return [];
+    return;
   }
   const homeVar = `PU_HOME=${home}`;
-  // A `pu` run inside an agent that found no daemon started this one: it and whatever ran
-  // it carry the agent's environment, but they are waiting for us, not orphans.
   const ancestors = ancestorsOf(process.pid);
-  const strays: StrayAgent[] = [];
   for (const entry of entries) {
     const pid = Number(entry);
     if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid || ancestors.has(pid)) continue;
-    const stat = parentAndSession(pid);
-    if (!stat || stat.zombie || stat.ppid === process.pid) continue;
-    let environ: string[];
     try {
-      environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      if (!accept(pid)) continue;
+      const stat = parentAndSession(pid);
+      if (!stat || stat.zombie || stat.ppid === process.pid) continue;
+      const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
+      if (environ.includes(homeVar)) yield { pid, session: stat.session, environ };
     } catch {
-      continue; // gone, or not ours to read
+      // gone, or not ours to read
     }
-    if (!environ.includes(homeVar)) continue;
+  }
+}
+
+/**
+ * Living processes started for the daemon owning `home`: agents (session leaders: node-pty
+ * calls setsid) and whatever they started that outlived them (a `nohup` child, a dev server:
+ * they inherit the agent's environment). Only one daemon may own a home, so while it starts up
+ * every such process is an orphan.
+ */
+export function findStrayAgents(home: string): StrayAgent[] {
+  const strays: StrayAgent[] = [];
+  for (const { pid, session, environ } of processesOfHome(home)) {
     const agentId = environ.find((v) => v.startsWith("PU_AGENT_ID="))?.slice("PU_AGENT_ID=".length);
-    if (agentId !== undefined && isAgentId(agentId)) strays.push({ pid, agentId, leader: stat.session === pid });
+    if (agentId !== undefined && isAgentId(agentId)) strays.push({ pid, agentId, leader: session === pid });
   }
   return strays;
 }
@@ -74,34 +90,20 @@ export function findStrayAgents(home: string): StrayAgent[] {
 /**
  * git processes a dead daemon of `home` left running with their working directory in one of
  * `dirs` (a merge waiting on a slow hook). The daemon's own git children carry its `PU_HOME` and
- * no `PU_AGENT_ID` (an agent's git carries its id); this daemon's children and ancestors are not
- * counted. Found only to be waited for, never stopped: one that is a person's (a shell that
- * exports the same PU_HOME) costs a bounded wait, nothing else.
+ * no `PU_AGENT_ID` (an agent's git carries its id). Found only to be waited for, never stopped:
+ * one that is a person's (a shell that exports the same PU_HOME) costs a bounded wait, nothing else.
  */
 export function findOrphanGits(home: string, dirs: string[]): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync("/proc");
-  } catch {
-    return [];
-  }
-  const homeVar = `PU_HOME=${home}`;
-  const ancestors = ancestorsOf(process.pid);
   const roots = dirs.map((d) => path.resolve(d));
   const found: number[] = [];
-  for (const entry of entries) {
-    const pid = Number(entry);
-    if (!Number.isInteger(pid) || pid <= 1 || pid === process.pid || ancestors.has(pid)) continue;
+  const isGit = (pid: number) => readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "git";
+  for (const { pid, environ } of processesOfHome(home, isGit)) {
+    if (environ.some((v) => v.startsWith("PU_AGENT_ID="))) continue;
     try {
-      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "git") continue;
-      const stat = parentAndSession(pid);
-      if (!stat || stat.zombie || stat.ppid === process.pid) continue;
-      const environ = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
-      if (!environ.includes(homeVar) || environ.some((v) => v.startsWith("PU_AGENT_ID="))) continue;
       const cwd = readlinkSync(`/proc/${pid}/cwd`);
       if (roots.some((r) => cwd === r || cwd.startsWith(r + path.sep))) found.push(pid);
     } catch {
-      // gone, or not ours to read
+      // gone
     }
   }
   return found;
