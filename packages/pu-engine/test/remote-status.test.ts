@@ -3,7 +3,8 @@
 import { describe, expect, it } from "vitest";
 import type { RemoteProject } from "@pu/core/remote-projects-file";
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
-import { unrecordedSince } from "../src/hosts/remote-status.js";
+import { statusLabel } from "@pu/core/status-label";
+import { addHostAgents, unrecordedSince, withSpawned } from "../src/hosts/remote-status.js";
 
 const agent = (id: string, startedAt: string) => ({ id, name: id, agentType: "terminal", status: "streaming", startedAt }) as unknown as AgentView;
 
@@ -26,5 +27,27 @@ describe("unrecordedSince", () => {
 
   it("nothing started since the ask: nothing adopted", () => {
     expect(unrecordedSince(project, report, ["2026-11-26T11:00:00Z"])).toEqual({ agentIds: [], worktreeIds: [] });
+  });
+});
+
+describe("addHostAgents", () => {
+  const empty = (): StatusReport => ({ projectRoot: "/p", worktrees: {}, agents: {}, createdAt: "2026-11-26T10:00:00Z", updatedAt: "2026-11-26T10:00:00Z" });
+
+  it("an agent pu routes that no report holds is still listed: its status unknown, its host unreachable", () => {
+    const merged = empty();
+    addHostAgents(merged, { ...project, agentIds: ["ag-never"], worktreeIds: [] }, { report: null, reachable: false, seenAt: null });
+    expect(merged.agents["ag-never"]).toMatchObject({ id: "ag-never", status: "unknown", host: "box", hostState: "unreachable", live: false });
+    expect(statusLabel(merged.agents["ag-never"]!)).toBe("unknown (host unreachable)");
+  });
+
+  it("a spawn's answer kept as heard lists the agent in its worktree until the host reports it", () => {
+    const spawned = { agentId: "ag-new", worktreeId: "wt-new", worktreePath: "/m/.pu/worktrees/wt-new", branch: "pu/x", cwd: "/m", agent: agent("ag-new", "2026-11-26T10:00:05Z"), warnings: [] };
+    const heard = withSpawned(null, "/m", spawned);
+    const merged = empty();
+    addHostAgents(merged, { ...project, agentIds: ["ag-new"], worktreeIds: ["wt-new"] }, { report: heard, reachable: false, seenAt: null });
+    expect(merged.worktrees["wt-new"]?.agents["ag-new"]).toMatchObject({ status: "streaming", hostState: "unreachable" });
+    expect(merged.agents["ag-new"]).toBeUndefined();
+    // Already reported: the report is left as it is.
+    expect(withSpawned(heard, "/m", spawned)).toBe(heard);
   });
 });

@@ -16,7 +16,7 @@ import { branchExists, currentBranch } from "../git/runner.js";
 import type { HostLinks } from "./host-links.js";
 import { RemoteViewers } from "./remote-viewers.js";
 import type { HostService } from "./host-service.js";
-import { addHostAgents, agentStatuses, placementKey as keyOf, statusChanges, unrecordedSince, type HeardReport } from "./remote-status.js";
+import { addHostAgents, agentStatuses, placementKey as keyOf, statusChanges, unrecordedSince, withSpawned, type HeardReport } from "./remote-status.js";
 import { RemoteProjectsRecord } from "./remote-projects-record.js";
 import { RemoteWatches } from "./remote-watches.js";
 import { dropMergedBranch, fetchBranchBack, hostTrustError, mergeFetchedBack, pushBase, readEnvFiles, withDeadline, workNotHere } from "./project-mirror.js";
@@ -182,7 +182,12 @@ export class RemoteAgentService {
         found.baseBranch = baseBranch;
         routeIds(found, placed);
         found.spawning = found.spawning.filter((at) => at !== askedAt);
+        // The answer is what is known of the agent until the host reports it: kept as heard, so
+        // a link that drops before the next report still shows it (as last known), here and after a restart.
+        found.lastReport = withSpawned(found.lastReport as StatusReport | null, found.mirror, placed) as unknown as Record<string, unknown>;
       });
+      const heard = this.seen.get(keyOf(placement));
+      if (heard) heard.report = withSpawned(heard.report, mirror, placed);
     } finally {
       this.spawnsInFlight.delete(inFlight);
     }

@@ -3,7 +3,7 @@
 // each agent in it; which of those changed between two reports; and which agents a lost spawn answer left unrouted.
 import type { AgentStatus } from "@pu/core/manifest";
 import type { RemoteProject } from "@pu/core/remote-projects-file";
-import type { AgentView, StatusReport, WorktreeView } from "@pu/ipc/protocol";
+import type { AgentView, SpawnResult, StatusReport, WorktreeView } from "@pu/ipc/protocol";
 import type { AgentStatusChange } from "../engine-events.js";
 
 /** What this daemon last heard from a placement, and whether the host answered then. */
@@ -25,24 +25,82 @@ export function agentStatuses(report: StatusReport | null | undefined): Map<stri
   return out;
 }
 
-/** Adds one placement's agents and worktrees (those pu placed) into `merged`, tagged with their host. */
+/**
+ * Adds one placement's agents and worktrees (those pu placed) into `merged`, tagged with their
+ * host. Every agent pu routes there is listed, whether or not a report of the host ever held it
+ * (placed after the last report the host sent, and the link dropped since): shown as the spawn
+ * answered it (`withSpawned` keeps that in the last report), else as a row whose status is
+ * `unknown` — never dropped, so a person always sees what runs on the host.
+ */
 export function addHostAgents(merged: StatusReport, project: RemoteProject, heard: HeardReport): void {
   const { report, reachable, seenAt } = heard;
-  if (!report) return;
   const tag = (agent: AgentView): AgentView => {
     const view: AgentView = { ...agent, host: project.host, hostState: reachable ? "connected" : "unreachable", hostSeenAt: seenAt };
     // Last known: the host is not answering, so nothing is known to run or to count idle time.
     if (!reachable) Object.assign(view, { live: false, idleSeconds: null });
     return view;
   };
-  for (const [id, agent] of Object.entries(report.agents ?? {})) if (project.agentIds.includes(id)) merged.agents[id] = tag(agent);
-  for (const [id, wt] of Object.entries(report.worktrees ?? {})) {
+  const listed = new Set<string>();
+  for (const [id, agent] of Object.entries(report?.agents ?? {})) {
+    if (!project.agentIds.includes(id)) continue;
+    merged.agents[id] = tag(agent);
+    listed.add(id);
+  }
+  for (const [id, wt] of Object.entries(report?.worktrees ?? {})) {
     if (!project.worktreeIds.includes(id)) continue;
     const agents: Record<string, AgentView> = {};
-    for (const [agentId, agent] of Object.entries(wt.agents)) agents[agentId] = tag(agent);
+    for (const [agentId, agent] of Object.entries(wt.agents)) {
+      agents[agentId] = tag(agent);
+      listed.add(agentId);
+    }
     const status = project.merged.includes(id) ? "merged" : wt.status;
     merged.worktrees[id] = { ...wt, status, agents, host: project.host } as WorktreeView;
   }
+  for (const id of project.agentIds) if (!listed.has(id)) merged.agents[id] = tag(unknownAgent(id, seenAt));
+}
+
+/**
+ * An agent pu routes to a host that no report of it (nor its spawn's answer) describes: its
+ * status is not known here, and says so (`unknown`, outside the three a report holds) rather
+ * than guessing one — it is neither running as far as pu knows nor `broken`.
+ */
+function unknownAgent(id: string, seenAt: string | null): AgentView {
+  return {
+    id,
+    name: "?",
+    agentType: "?",
+    status: "unknown" as AgentStatus,
+    storedStatus: "unknown" as AgentStatus,
+    startedAt: seenAt ?? new Date(0).toISOString(),
+    live: false,
+    idleSeconds: null,
+  } as AgentView;
+}
+
+/**
+ * The last report of a placement with a spawn's answer in it, as if heard: an agent placed after
+ * the host's last report is then listed (as the spawn answered) while the link is down, and
+ * counted by `holdings`. A report that already holds the agent is returned as it is.
+ */
+export function withSpawned(report: StatusReport | null | undefined, mirror: string, spawned: SpawnResult): StatusReport {
+  const now = new Date().toISOString();
+  const base: StatusReport = report ?? { projectRoot: mirror, worktrees: {}, agents: {}, createdAt: now, updatedAt: now };
+  if (agentStatuses(base).has(spawned.agentId)) return base;
+  const agent = { ...spawned.agent, storedStatus: spawned.agent.status, live: false, idleSeconds: null } as AgentView;
+  if (!spawned.worktreeId) return { ...base, agents: { ...base.agents, [spawned.agentId]: agent } };
+  const existing = base.worktrees[spawned.worktreeId];
+  const worktree =
+    existing ??
+    ({
+      id: spawned.worktreeId,
+      name: spawned.agent.name,
+      path: spawned.worktreePath ?? spawned.cwd,
+      branch: spawned.branch ?? "",
+      status: "active",
+      createdAt: spawned.agent.startedAt,
+      agents: {},
+    } as unknown as WorktreeView);
+  return { ...base, worktrees: { ...base.worktrees, [spawned.worktreeId]: { ...worktree, agents: { ...worktree.agents, [spawned.agentId]: { ...agent, worktreeId: spawned.worktreeId } } } } };
 }
 
 /** The placement's agents whose status differs between two reports of it. */
