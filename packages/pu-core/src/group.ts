@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { FLAG_LIKE_MESSAGE, isFlagLike } from "./argv-value.js";
 import { PuError } from "./errors.js";
-import { MultiAgentGroupSchema, type MultiAgentGroup, type PendingSubAgent } from "./operator-state.js";
+import { MultiAgentGroupSchema, MultiAgentPhaseSchema, type MultiAgentGroup, type PendingSubAgent } from "./operator-state.js";
 
 export const GROUP_KINDS = ["multi_model", "multi_prompt", "matrixed"] as const;
 export type GroupKind = (typeof GROUP_KINDS)[number];
@@ -154,6 +154,7 @@ export type JudgeVerdict = z.infer<typeof JudgeVerdictSchema>;
 
 /** The group record as pu reads it: the seed's fields plus pu's (a group another tool wrote fails this and is left alone). */
 export const GroupRecordSchema = MultiAgentGroupSchema.extend({
+  phase: MultiAgentPhaseSchema,
   project: z.string().min(1),
   created_at: z.string(),
   finished_at: z.string().nullish(),

@@ -124,7 +124,9 @@ export const MultiAgentGroupSchema = z.looseObject({
   step_name: z.string(),
   step_type: z.enum(["multi_model", "multi_prompt", "matrixed"]),
   agent_ids: z.array(z.string()),
-  phase: MultiAgentPhaseSchema,
+  // The seed names the field without listing its values: a phase pu does not drive (another
+  // tool's) makes that one group unreadable to pu (GroupRecordSchema, per group), never the file.
+  phase: z.string(),
   individual_outputs: z.record(z.string(), z.unknown()).optional(),
   aggregated_output: z.record(z.string(), z.unknown()).nullish(),
   expected_total: Count.optional(),

@@ -59,3 +59,23 @@ describe("groups and the queue's slots", () => {
     expect(most).toBe(1);
   }, 120_000);
 });
+
+describe("groups in state.json that pu did not write", () => {
+  it("a group in a phase pu does not drive (another tool's 'Running') is listed as unreadable and left as it is; the rest goes on", async () => {
+    const daemon = await startTestDaemon();
+    const file = path.join(daemon.home, "state.json");
+    await daemon.stop();
+    const foreign = { group_id: "g-seed01", ticket_id: "T-1", step_name: "explore", step_type: "multi_model", agent_ids: [], phase: "Running" };
+    writeFileSync(file, JSON.stringify({ paused: false, agents: [], completed: [], multi_agent_groups: [foreign] }));
+    const again = await startTestDaemon(daemon.home);
+    const client = await again.client();
+    const root = (await makeProject(client, FAKE_CONFIG)).root;
+    const listed = await client.request("group_list", { projectRoot: root });
+    expect(listed.unreadable).toEqual([expect.stringMatching(/^g-seed01: phase /)]);
+    // The queue is not stopped by it: a change to state.json goes through, and the foreign group is kept as written.
+    await client.request("queue_pause", {});
+    const state = JSON.parse(readFileSync(file, "utf8")) as { paused: boolean; multi_agent_groups: unknown[] };
+    expect(state.paused).toBe(true);
+    expect(state.multi_agent_groups).toContainEqual(foreign);
+  });
+});
