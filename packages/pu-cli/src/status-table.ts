@@ -62,7 +62,8 @@ function agentRow(worktree: string, agent: AgentView): StatusRow {
     cost: costCell(agent),
     idle: agent.idleSeconds === null || agent.idleSeconds === undefined ? "-" : formatDuration(agent.idleSeconds),
     // "exit 143" is kept for real failures; pu's own stop after the work is said as such.
-    pidExit: finishedByPu(agent) ? `stopped by ${agent.finishedBy}` : pidOrExit(agent),
+    // One its group or plan replaced after a daemon restart names its successor (the agent to look at).
+    pidExit: finishedByPu(agent) ? (typeof agent.replacedBy === "string" ? `replaced by ${agent.replacedBy}` : `stopped by ${agent.finishedBy}`) : pidOrExit(agent),
     screen: agent.lastScreenLine ?? "",
   };
 }
@@ -113,7 +114,9 @@ export function statusRows(report: StatusReport): StatusRow[] {
  */
 export function renderStatusTable(report: StatusReport, { color = false, width = DEFAULT_TABLE_WIDTH }: { color?: boolean; width?: number } = {}): string {
   const rows = statusRows(report);
-  if (rows.length === 0) return `no agents in ${report.projectRoot}; start one with \`pu spawn "PROMPT"\`\n`;
+  // A state file pu cannot use (left as it is) hides or ages rows: said first, one line each.
+  const problems = (report.problems ?? []).map((p) => `problem: ${escapeControlCharacters(p)}\n`).join("");
+  if (rows.length === 0) return `${problems}no agents in ${report.projectRoot}; start one with \`pu spawn "PROMPT"\`\n`;
   const columns = COLUMNS.filter((c) => (c.key !== "host" || rows.some((r) => r.host !== "-")) && (c.key !== "cost" || rows.some((r) => r.cost !== "-")));
   const cells = rows.map((row) => columns.map((c) => (c.max ? truncate(row[c.key], c.max) : escapeControlCharacters(row[c.key]))));
   const widths = columns.map((c, i) => Math.max(c.title.length, ...cells.map((r) => r[i]!.length)));
@@ -135,5 +138,5 @@ export function renderStatusTable(report: StatusReport, { color = false, width =
     const screen = rows[index]!.screen;
     if (screen) out.push(SCREEN_LINE_INDENT + paint(truncate(screen, screenWidth), "dim", color));
   });
-  return out.join("\n") + "\n";
+  return problems + out.join("\n") + "\n";
 }

@@ -215,5 +215,12 @@ describe("status table", () => {
     // No agent with figures: no column.
     expect(renderStatusTable(report).split("\n")[0]).not.toContain("COST");
   });
+
+  it("a state file pu cannot use is one problem line above the table (and above 'no agents')", () => {
+    const text = renderStatusTable({ ...report, problems: ["hosts.json: not valid JSON"] }, { color: false });
+    expect(text.split("\n")[0]).toBe("problem: hosts.json: not valid JSON");
+    expect(text.split("\n")[1]).toMatch(/^WORKTREE/);
+    expect(renderStatusTable({ ...report, agents: {}, worktrees: {}, problems: ["x"] }).split("\n").slice(0, 2)).toEqual(["problem: x", expect.stringMatching(/^no agents/)]);
+  });
 });
 

@@ -103,3 +103,71 @@ describe("agents on an exec host while its link is down", () => {
     expect(agents[second.agentId]).toMatchObject({ agentType: "terminal", status: "streaming" });
   }, 60_000);
 });
+
+describe("a state file of the control plane that cannot be read", () => {
+  /** A control plane with a local agent and one on an exec host, both running. */
+  async function placed() {
+    const control = await startTestDaemon();
+    const client = await control.client();
+    const repo = await makeProject(client);
+    await execHost(client, "box");
+    const remote = await client.request("spawn", { projectRoot: repo.root, on: "box", agent: "terminal", prompt: "echo on-box" });
+    trackAgentPid(remote.agent.pid);
+    const local = await client.request("spawn", { projectRoot: repo.root, root: true, agent: "terminal", prompt: "echo here" });
+    trackAgentPid(local.agent.pid);
+    expect(everyAgent(await client.request("status", { projectRoot: repo.root }))[remote.agentId]).toMatchObject({ hostState: "connected" });
+    return { control, client, repo, remote, local };
+  }
+
+  it("a corrupt remote-projects.json is a problem line in status and host list; host remove is refused and hosts.json kept", async () => {
+    const { control, repo, remote, local } = await placed();
+    const placementsFile = path.join(control.home, "remote-projects.json");
+    const hostsFile = path.join(control.home, "hosts.json");
+    const good = readFileSync(placementsFile, "utf8");
+    await control.stop();
+    writeFileSync(placementsFile, "{ not json");
+    const again = await startTestDaemon(control.home);
+    const client = await again.client();
+
+    const report = await client.request("status", { projectRoot: repo.root });
+    expect(everyAgent(report)[local.agentId]).toBeDefined();
+    expect(report.problems).toEqual([expect.stringContaining("remote-projects.json")]);
+    const list = await client.request("host_list", {});
+    expect(list.problems).toEqual([expect.stringContaining("remote-projects.json")]);
+
+    const hostsBefore = readFileSync(hostsFile, "utf8");
+    await expect(client.request("host_remove", { name: "box" })).rejects.toMatchObject({ code: "INVALID_STATE", message: expect.stringContaining("remote-projects.json") });
+    await expect(client.request("host_remove", { name: "box", force: true })).rejects.toMatchObject({ code: "INVALID_STATE" });
+    expect(readFileSync(hostsFile, "utf8")).toBe(hostsBefore);
+    expect(readFileSync(placementsFile, "utf8")).toBe("{ not json");
+
+    // Fixed by the person: read again, the host's agent is back and the problem gone.
+    writeFileSync(placementsFile, good);
+    const fixed = await client.request("status", { projectRoot: repo.root });
+    expect(fixed.problems).toBeUndefined();
+    expect(everyAgent(fixed)[remote.agentId]).toMatchObject({ host: "box", hostState: "connected" });
+    await expect(client.request("host_remove", { name: "box" })).rejects.toMatchObject({ code: "INVALID_STATE", message: expect.stringContaining("1 running agent") });
+  }, 60_000);
+
+  it("placements naming a host hosts.json no longer has: status shows its agents as last known with one problem line", async () => {
+    const { control, client, repo, remote, local } = await placed();
+    writeFileSync(path.join(control.home, "hosts.json"), `${JSON.stringify({ version: 1, hosts: [] })}\n`);
+    const report = await client.request("status", { projectRoot: repo.root });
+    const agents = everyAgent(report);
+    expect(agents[local.agentId]).toBeDefined();
+    expect(agents[remote.agentId]).toMatchObject({ host: "box", hostState: "unreachable" });
+    expect(report.problems).toEqual([expect.stringContaining("no host named box")]);
+  }, 60_000);
+
+  it("a corrupt hosts.json: status lists this machine's agents and the hosts' as last known, one problem line naming hosts.json", async () => {
+    const { control, client, repo, remote, local } = await placed();
+    writeFileSync(path.join(control.home, "hosts.json"), "{ not json");
+    const report = await client.request("status", { projectRoot: repo.root });
+    const agents = everyAgent(report);
+    expect(agents[local.agentId]).toBeDefined();
+    expect(agents[remote.agentId]).toMatchObject({ host: "box", hostState: "unreachable" });
+    expect(agents[remote.agentId]!.status).not.toBe("broken");
+    expect(report.problems).toEqual([expect.stringContaining("hosts.json")]);
+    expect(readFileSync(path.join(control.home, "hosts.json"), "utf8")).toBe("{ not json");
+  }, 60_000);
+});

@@ -53,6 +53,10 @@ export class RemoteAgentService {
   /** Spawns this daemon is waiting for (placement key and when asked): the others a report may settle. */
   private readonly spawnsInFlight = new Set<string>();
   private readonly viewers: RemoteViewers;
+  /** Why hosts.json could not be read at the last status (null: it could). */
+  private hostsProblem: string | null = null;
+  /** Per placement, why its host's report could not be asked for other than the link (no such host…). */
+  private readonly reportProblems = new Map<string, string>();
 
   constructor(
     home: string,
@@ -69,12 +73,45 @@ export class RemoteAgentService {
     });
   }
 
-  /** Reads the record at start; a corrupt file is reported in the log and routes nothing (never overwritten). */
+  /**
+   * Reads the record at start; a corrupt file routes nothing and is never overwritten: it is kept
+   * as a problem that status and host list say in one line, and `pu host remove` is refused.
+   */
   async load(): Promise<void> {
     try {
       await this.placements.load();
     } catch (error) {
       this.log.event("remote_projects_unreadable", { error: (error as Error).message });
+    }
+  }
+
+  /** The record's problem as a person reads it, or null when the placements are readable. */
+  placementsProblem(): string | null {
+    const problem = this.placements.problem;
+    return problem === null ? null : `agents placed on hosts are not shown or reached (the file is left as it is; fix it): ${problem}`;
+  }
+
+  /** Problems that hide or age what status shows of this project's hosts, one line each. */
+  problems(projectRoot: string): string[] {
+    const out: string[] = [];
+    const placements = this.placementsProblem();
+    if (placements) out.push(placements);
+    if (this.hostsProblem) out.push(`agents on hosts are shown as last known: ${this.hostsProblem}`);
+    for (const project of this.projectsOf(projectRoot)) {
+      const problem = this.reportProblems.get(keyOf(project));
+      if (problem) out.push(`agents on host ${project.host} are shown as last known: ${problem}`);
+    }
+    return out;
+  }
+
+  /** Before a status or host list: the record read again if it was unreadable, hosts.json checked. */
+  private async checkFiles(): Promise<void> {
+    await this.placements.retryIfUnreadable();
+    try {
+      await this.hosts.list();
+      this.hostsProblem = null;
+    } catch (error) {
+      this.hostsProblem = (error as Error).message;
     }
   }
 
@@ -100,6 +137,7 @@ export class RemoteAgentService {
    * so the state and the count of running agents are current, not whatever was seen last.
    */
   async linkView(host: HostRecord): Promise<HostLinkView> {
+    await this.placements.retryIfUnreadable();
     if (this.placements.projects.some((p) => p.host === host.name)) await this.refreshHost(host.name);
     const { state, since, reason } = this.links.state(host.name);
     return { state, since, reason, agents: this.holdings(host.name).agents };
@@ -107,6 +145,7 @@ export class RemoteAgentService {
 
   /** Every project placed on the host asked for its report now (bounded), before a decision about the host. */
   async refreshHost(host: string): Promise<void> {
+    await this.placements.retryIfUnreadable();
     const roots = new Set(this.placements.projects.filter((p) => p.host === host).map((p) => p.projectRoot));
     await Promise.all([...roots].map((root) => this.reports(root)));
   }
@@ -232,12 +271,24 @@ export class RemoteAgentService {
 
   /** Each host's report of this project's mirror: fresh when it answers in time, else as last seen. */
   async reports(projectRoot: string): Promise<RemoteReport[]> {
+    await this.checkFiles();
     return Promise.all(
       this.projectsOf(projectRoot).map(async (project): Promise<RemoteReport> => {
         try {
-          return { project, ...this.record(project, await this.freshReport(project), true) };
+          const report = await this.freshReport(project);
+          this.reportProblems.delete(keyOf(project));
+          return { project, ...this.record(project, report, true) };
         } catch (error) {
-          if (!isPuError(error) || !["DAEMON_UNAVAILABLE", "TIMEOUT", "PROTOCOL_MISMATCH", "NOT_INITIALIZED"].includes(error.code)) throw error;
+          // Whatever kept one host from answering (the link; a host no longer in hosts.json, or
+          // hosts.json unreadable), its agents are shown as last known: one host never fails the
+          // status of this machine's agents and the other hosts'.
+          if (!isPuError(error) || !["DAEMON_UNAVAILABLE", "TIMEOUT", "PROTOCOL_MISMATCH", "NOT_INITIALIZED"].includes(error.code)) {
+            const message = (error as Error).message;
+            if (!this.hostsProblem) this.reportProblems.set(keyOf(project), message);
+            this.log.event("remote_status_failed", { host: project.host, projectRoot, error: message });
+          } else {
+            this.reportProblems.delete(keyOf(project));
+          }
           return { project, ...this.record(project, this.lastReport(project), false) };
         }
       }),
@@ -298,6 +349,8 @@ export class RemoteAgentService {
    */
   overlay(local: StatusReport): StatusReport {
     const placed = this.projectsOf(local.projectRoot);
+    const problems = this.problems(local.projectRoot);
+    if (problems.length > 0) local = { ...local, problems: [...(local.problems ?? []), ...problems] };
     if (placed.length === 0) return local;
     const merged: StatusReport = { ...local, worktrees: { ...local.worktrees }, agents: { ...local.agents } };
     for (const project of placed) {

@@ -13,6 +13,12 @@ export class RemoteProjectsRecord {
   private readonly filePath: string;
   /** The projects as last read or written. */
   projects: RemoteProject[] = [];
+  /**
+   * Why the file could not be read (corrupt), until a read succeeds: while set, `projects` is
+   * empty, so nothing placed on a host is routed — status and host list say so in one line and
+   * `pu host remove` is refused (it would decide on an empty list).
+   */
+  problem: string | null = null;
 
   constructor(home: string) {
     this.filePath = remoteProjectsFilePath(home);
@@ -20,7 +26,19 @@ export class RemoteProjectsRecord {
 
   /** Reads the file; a corrupt one throws (and is never overwritten: nothing is written after a failed read). */
   async load(): Promise<void> {
-    this.projects = (await this.read()).projects;
+    try {
+      this.projects = (await this.read()).projects;
+      this.problem = null;
+    } catch (error) {
+      this.projects = [];
+      this.problem = (error as Error).message;
+      throw error;
+    }
+  }
+
+  /** Reads the file again while it was unreadable (a person may have fixed it since); quiet either way. */
+  async retryIfUnreadable(): Promise<void> {
+    if (this.problem !== null) await this.load().catch(() => undefined);
   }
 
   /** Changes the record's entry of a placement, if it is still there. */
@@ -51,6 +69,7 @@ export class RemoteProjectsRecord {
       const next = fn(await this.read());
       await write(`${JSON.stringify(next)}\n`);
       this.projects = next.projects;
+      this.problem = null;
     });
   }
 

@@ -119,6 +119,8 @@ export interface StatusReport {
   agents: Record<string, AgentView>;
   createdAt: string;
   updatedAt: string;
+  /** State files pu cannot use for this report (left as they are), one line each; absent when none. */
+  problems?: string[];
 }
 export interface SpawnResult {
   agentId: string;

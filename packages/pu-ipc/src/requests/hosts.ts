@@ -57,7 +57,8 @@ export interface HostLinkView {
 
 export interface HostsResults {
   host_add: { host: HostRecord };
-  host_list: { hosts: (HostRecord & { link: HostLinkView })[] };
+  /** `problems`: a state file pu cannot use (left as it is), one line each; absent when none. */
+  host_list: { hosts: (HostRecord & { link: HostLinkView })[]; problems?: string[] };
   host_remove: { host: HostRecord };
   host_check: HostCheck;
   host_install: { installed: string[]; check: HostCheck };

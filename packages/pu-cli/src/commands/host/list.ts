@@ -16,6 +16,7 @@ export default class HostListCommand extends PuCommand {
   async run(): Promise<number> {
     const result = await withDaemon((client) => client.request("host_list", {}));
     return this.report.result(result, (out) => {
+      for (const problem of result.problems ?? []) out.line(`problem: ${problem}`);
       if (result.hosts.length === 0) {
         out.line("no hosts (add one with `pu host add NAME --ssh user@host --root /srv/pu`)");
         return;
