@@ -256,6 +256,40 @@ describe("multi-agent groups", { timeout: 240_000 }, () => {
     expect(new Set(done.members.map((m) => m.worktreeId)).size).toBe(2);
   });
 
+  it("a daemon restart mid-group: each member goes on as one agent; the benched one it replaced is ended and cannot be played", async () => {
+    await scenario("restart", { default: { lines: 1, slowMs: 6000 } }, 2);
+    const started = await sb.puJson<GroupJson>(["group", "run", "outlive a restart", "--agents", "alpha,beta", "--quorum", "2"]);
+    const running = await waitFor("both members running", async () => {
+      const group = await status(started.groupId);
+      return group.members.every((m) => m.state === "running" && m.agentId) ? group : undefined;
+    }, 60_000);
+    const before = running.members.map((m) => m.agentId!);
+    // A graceful restart benches every running agent, the members too.
+    await sb.ok(["daemon", "restart"], { env: { GROUP_TEST_SCENARIO: path.join(sb.base, "restart.json") } });
+    const again = await waitFor("both members started again", async () => {
+      const group = await status(started.groupId);
+      return group.members.every((m) => m.agentId && !before.includes(m.agentId)) ? group : undefined;
+    }, 60_000);
+    const report = await sb.status();
+    for (const member of again.members) {
+      // One agent at work in the member's worktree; the one before it ended, replaced, not benched.
+      const agents = Object.values(report.worktrees[member.worktreeId!]!.agents);
+      expect(agents.filter((a) => a.suspended)).toEqual([]);
+      expect(agents.filter((a) => a.status !== "broken").map((a) => a.id)).toEqual([member.agentId]);
+      const old = agents.find((a) => before.includes(a.id));
+      expect(old).toMatchObject({ status: "broken", finishedBy: "group", replacedBy: member.agentId });
+    }
+    expect(await sb.ok(["status"])).toContain(`replaced by ${again.members[0]!.agentId}`);
+    for (const id of before) {
+      const play = await sb.pu(["play", id]);
+      expect(play.code).not.toBe(0);
+      expect(play.stderr).toContain(`${id} is not suspended`);
+    }
+    const done = await finished(started.groupId);
+    expect(done.members.map((m) => m.state)).toEqual(["done", "done"]);
+    expect(allAgents(await sb.status()).filter((a) => a.suspended)).toEqual([]);
+  });
+
   it("a workflow step fans out to a group: the ticket lends its slot (cap 1), then goes on with the aggregated output", async () => {
     await scenario("ticket", { default: { lines: 1 } }, 1);
     await sb.ok(["ticket", "create", "both ways", "--type", "TASK"]);

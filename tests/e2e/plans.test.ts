@@ -8,7 +8,7 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PuSandbox, REPO_ROOT, type StatusJson } from "../helpers/pu-sandbox.js";
+import { allAgents, PuSandbox, REPO_ROOT, type StatusJson } from "../helpers/pu-sandbox.js";
 import { waitFor } from "../helpers/wait-for.js";
 
 const PLAN_ROLE = path.join(REPO_ROOT, "tests/fixtures/plan-role.mjs");
@@ -195,6 +195,34 @@ describe("plan sessions", { timeout: 240_000 }, () => {
     expect(done.tasks.map((t) => t.status)).toEqual(["resolved", "resolved"]);
     const b = execFileSync("git", ["show", `${done.branch}:b.txt`], { cwd: sb.root, encoding: "utf8" });
     expect(b).toContain("a:present");
+  });
+
+  it("a daemon restart mid-task: the task's new worker is the only one; the benched worker it replaced is ended and cannot be played", async () => {
+    const scenario = scenarioFile("restart", { tasks: [task("a"), task("b", ["a"])], slowMs: 6000 });
+    await sb.ok(["daemon", "restart"], { env: { PLAN_TEST_SCENARIO: scenario } });
+    const { sessionId } = await sb.puJson<PlanJson>(["plan", "start", "outlive a restart", "--auto", "--skip-verify"]);
+    const old = await waitFor("task a's worker", async () => (await sb.puJson<PlanJson>(["plan", "status", sessionId])).tasks.find((t) => t.id === "a")?.worker, 60_000);
+    // A graceful restart benches every running agent, the worker too.
+    await sb.ok(["daemon", "restart"], { env: { PLAN_TEST_SCENARIO: scenario } });
+    const fresh = await waitFor("task a's new worker", async () => {
+      const worker = (await sb.puJson<PlanJson>(["plan", "status", sessionId])).tasks.find((t) => t.id === "a")?.worker;
+      return worker && worker !== old ? worker : undefined;
+    }, 60_000);
+    const worktree = Object.values((await sb.status()).worktrees).find((w) => w.name === `plan-${sessionId}-a`)!;
+    const agents = Object.values(worktree.agents);
+    expect(agents.filter((a) => a.suspended)).toEqual([]);
+    expect(agents.filter((a) => a.status !== "broken").map((a) => a.id)).toEqual([fresh]);
+    expect(agents.find((a) => a.id === old)).toMatchObject({ status: "broken", finishedBy: "plan", replacedBy: fresh });
+    const play = await sb.pu(["play", old]);
+    expect(play.code).not.toBe(0);
+    expect(play.stderr).toContain(`${old} is not suspended`);
+    const done = await waitFor("the session to complete after the restart", async () => {
+      const plan = await sb.puJson<PlanJson>(["plan", "status", sessionId]);
+      if (plan.phase === "FAILED") throw new Error(JSON.stringify(await sb.puJson(["plan", "evidence", sessionId])));
+      return plan.phase === "COMPLETE" ? plan : undefined;
+    }, 90_000, 500);
+    expect(done.tasks.map((t) => t.status)).toEqual(["resolved", "resolved"]);
+    expect(allAgents(await sb.status()).filter((a) => a.suspended)).toEqual([]);
   });
 
   it("verification failing at the iteration limit ends the session FAILED with the reasons", async () => {

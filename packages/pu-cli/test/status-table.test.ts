@@ -63,11 +63,14 @@ describe("status table", () => {
       agents: {
         "ag-done0001": agent("ag-done0001", { status: "broken", exitCode: 143, finishedBy: "queue", live: false }),
         "ag-kill0001": agent("ag-kill0001", { startedAt: "2026-03-08T12:01:00.000Z", status: "broken", exitCode: 143, live: false }),
+        // Benched by a daemon stop, then replaced by its group's new agent: the successor is named.
+        "ag-repl0001": agent("ag-repl0001", { startedAt: "2026-03-08T12:02:00.000Z", status: "broken", pid: 999, finishedBy: "group", replacedBy: "ag-next0001", live: false }),
       },
       worktrees: {},
     } as unknown as StatusReport);
     expect(rows[0]).toMatchObject({ status: "broken (done)", pidExit: "stopped by queue" });
     expect(rows[1]).toMatchObject({ status: "broken", pidExit: "exit 143" });
+    expect(rows[2]).toMatchObject({ status: "broken (done)", pidExit: "replaced by ag-next0001" });
     const coloured = renderStatusTable({ ...report, agents: { "ag-done0001": agent("ag-done0001", { status: "broken", exitCode: 143, finishedBy: "group", live: false }) }, worktrees: {} } as unknown as StatusReport, { color: true });
     expect(coloured).not.toContain("\x1b[31m");
     expect(coloured).toContain("stopped by group");

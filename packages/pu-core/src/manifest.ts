@@ -63,6 +63,12 @@ export const AgentEntrySchema = z.looseObject({
    * `plan`): its exit is that stop, not a failure. Absent for every other exit.
    */
   finishedBy: optional(z.string()),
+  /**
+   * The agent that took over this one's work when its group or plan started the work again
+   * after a daemon restart: this entry (benched by the stop) is ended, never to be resumed
+   * beside its successor in the same worktree. Absent for every other agent.
+   */
+  replacedBy: optional(z.string()),
   pid: optional(z.number().int()),
   /** The pid's start time (clock ticks since boot): tells the agent from a later process reusing the pid. */
   pidStartTime: optional(z.string()),

@@ -388,6 +388,10 @@ export async function resumeAgent(state: EngineState, root: string, agentId: str
   refuseWhileStopping(state);
   const m = await state.store.read(root);
   const { agent, worktree } = agentIn(m, agentId);
+  // Its group or plan started the work again with another agent after a daemon restart: resuming it would put two agents in one worktree.
+  if (!agent.suspended && agent.replacedBy !== undefined) {
+    throw new PuError("INVALID_STATE", `${agent.id} is not suspended: ${agent.replacedBy} replaced it after the daemon restart (its ${agent.finishedBy ?? "owner"}'s work goes on there)`);
+  }
   if (!agent.suspended) throw new PuError("INVALID_STATE", `${agent.id} is not suspended`);
   if (state.isRunning(agent.id)) throw new PuError("INVALID_STATE", `${agent.id} is already running`);
   // Checked and claimed with no await in between: a second resume would start a second process.

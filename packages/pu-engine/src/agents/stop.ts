@@ -1,6 +1,8 @@
 /** Stopping agents: the one kill escalation kill, suspend, clean and shutdown share. */
 import { isPuError, PuError } from "@pu/core/errors";
+import { listAgents, type AgentLocation } from "@pu/core/manifest";
 import type { FinishedBy, LiveAgent, StopIntent } from "../session/live-agent.js";
+import { nowIso, type EngineState } from "../state.js";
 
 /** SIGTERM → this long → SIGKILL. */
 const KILL_GRACE_MS = 5000;
@@ -32,6 +34,43 @@ export async function stopAgents(
  */
 export function markFinished(live: LiveAgent, by: FinishedBy): void {
   if (live.session.exitCode === null) live.finishedBy = by;
+}
+
+/**
+ * A group or plan started a new agent (`successor`) for work that a benched agent was doing
+ * when the daemon stopped: the benched entries `replaced` picks are ended, finished by `by`,
+ * with `replacedBy` naming the successor. Left benched, `pu play` would bring back a second
+ * agent in the successor's worktree, and status would list the old one as benched for good.
+ * Only suspended entries whose process this daemon does not run (or is not resuming) are
+ * touched. Returns the ids retired.
+ */
+export async function retireReplaced(state: EngineState, root: string, replaced: (found: AgentLocation) => boolean, successor: string, by: FinishedBy): Promise<string[]> {
+  const benched = (found: AgentLocation) =>
+    found.agent.id !== successor && found.agent.suspended === true && replaced(found) && !state.isRunning(found.agent.id) && !state.resuming.has(found.agent.id);
+  const retired: string[] = [];
+  try {
+    // Read first: most starts replace nothing, and those need no manifest write.
+    if (!listAgents(await state.store.read(root)).some(benched)) return [];
+    await state.updateManifest(root, (m) => {
+      for (const found of listAgents(m)) {
+        if (!benched(found)) continue;
+        const agent = found.agent;
+        agent.status = "broken";
+        agent.completedAt = nowIso();
+        agent.finishedBy = by;
+        agent.replacedBy = successor;
+        delete agent.suspended;
+        delete agent.suspendedAt;
+        retired.push(agent.id);
+      }
+    });
+  } catch (error) {
+    // The successor runs either way; the old entry stays benched, as before this existed.
+    state.log.event("retire_replaced_failed", { projectRoot: root, successor, error });
+    return [];
+  }
+  for (const agentId of retired) state.log.event("agent_replaced", { projectRoot: root, agentId, replacedBy: successor, by });
+  return retired;
 }
 
 /** Stops agents whose work is done (see markFinished). */

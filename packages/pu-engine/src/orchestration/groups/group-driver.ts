@@ -10,7 +10,7 @@ import { LOCAL_PLACE } from "@pu/core/hosts-file";
 import { gateWinner, isGroupFinished, joinReady, memberState, variantKeys, type DiffStat, type GroupKind, type GroupRecord, type MemberResult } from "@pu/core/group";
 import { firstTurnOf, launchAgent, type LaunchedAgent } from "../../agents/launcher.js";
 import type { LiveAgent } from "../../session/live-agent.js";
-import { stopAgents, markFinished } from "../../agents/stop.js";
+import { stopAgents, markFinished, retireReplaced } from "../../agents/stop.js";
 import { awaitAnswer, turn, withTurnTimeLimit, type TurnResult } from "../../agents/turn.js";
 import { nowIso, type EngineState } from "../../state.js";
 import { appendGateRun, gateFixRequest, runGate, toGateRun } from "../../gates/gates.js";
@@ -193,7 +193,8 @@ export class GroupDriver {
   }
 
   private async launchMember(variant: string, release: () => void): Promise<void> {
-    const restarted = this.group.members[variant]?.agent_id != null;
+    const previous = this.group.members[variant]?.agent_id ?? null;
+    const restarted = previous != null;
     if (!(await this.mayStart(variant, release, restarted))) return;
     const { request, model } = memberLaunch(this.group, variant, restarted);
     let launched: LaunchedAgent;
@@ -210,6 +211,8 @@ export class GroupDriver {
     if (budget) this.ctx.budgets.limitOwner(this.root, { kind: "group", id: this.id }, launched.agentId, budget);
     this.lives.set(variant, launched.live);
     await this.recordAgent(variant, { agentId: launched.agentId, worktreeId: launched.worktreeId, worktreePath: launched.worktreePath ?? launched.cwd, branch: launched.branch }, true);
+    // The member's agent before the daemon stopped was benched with the rest: this one replaces it.
+    if (previous !== null) await retireReplaced(this.ctx.state, this.root, ({ agent }) => agent.id === previous, launched.agentId, "group");
     this.ctx.state.log.event("group_member_launched", { projectRoot: this.root, groupId: this.id, variant, agentId: launched.agentId, restarted });
     void this.follow(variant, launched.live, (limit) => withTurnTimeLimit(firstTurnOf(this.ctx.state, launched, this.abort.signal), limit), release);
   }

@@ -4,7 +4,7 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { loadConfig } from "@pu/core/config";
 import { parseJudgeVerdict, variantKeys, type GroupRecord } from "@pu/core/group";
 import { firstTurnOf, launchAgent, type LaunchedAgent } from "../../agents/launcher.js";
-import { markFinished, stopAgents } from "../../agents/stop.js";
+import { markFinished, retireReplaced, stopAgents } from "../../agents/stop.js";
 import { turn } from "../../agents/turn.js";
 import { pathWithPuCli } from "../../pu-cli-path.js";
 import type { LiveAgent } from "../../session/live-agent.js";
@@ -107,6 +107,9 @@ export async function judgeGroup(ctx: JudgeRunContext, done: string[], outputs: 
     });
     const launched = judge;
     ctx.running(launched.live);
+    // A judge that was judging when the daemon stopped was benched with the rest: this one starts over in its place.
+    const previous = ((group as Record<string, unknown>).judge as { agent_id?: string } | undefined)?.agent_id;
+    if (previous) await retireReplaced(state, root, ({ agent }) => agent.id === previous, launched.agentId, "group");
     await ctx.record((g) => {
       (g as Record<string, unknown>).judge = { agent_id: launched.agentId, worktree_id: launched.worktreeId ?? null, agent_type: agentType };
     });

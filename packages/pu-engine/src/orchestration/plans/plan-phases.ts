@@ -26,7 +26,8 @@ import type { LaunchSlots } from "../launch-slots.js";
 import type { HostMembers } from "../../hosts/host-members.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import { readPlan, tasksAccepted, updatePlan, type PlanFiles } from "./plan-store.js";
-import { nextTurn, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded, type RoleAgent } from "./role-agent.js";
+import { nextTurn, roleAgentName, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded, type RoleAgent } from "./role-agent.js";
+import { retireReplaced } from "../../agents/stop.js";
 
 
 /** A worker the driver runs: which task, and where. */
@@ -266,6 +267,11 @@ export abstract class PlanPhases {
     await this.refusePastBudget(limit, `no further ${assignment.role} starts`);
     const role = await startRoleAgent(this.state, this.root, this.layout, assignment, prompt, placement);
     if (limit) this.budgets.limitOwner(this.root, { kind: "plan", id: this.layout.sessionId }, role.launched.agentId, limit);
+    // The same role's agent before the daemon stopped (benched with the rest) is replaced by this
+    // one: a worker's in the task's worktree, other roles' by their agent's name (role names are
+    // per session and role, so nothing else carries them).
+    const name = roleAgentName(this.layout.sessionId, assignment);
+    await retireReplaced(this.state, this.root, ({ agent, worktree }) => agent.name === name || worktree?.name === name, role.launched.agentId, "plan");
     return role;
   }
 
