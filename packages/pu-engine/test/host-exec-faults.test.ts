@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Client } from "@pu/ipc/client";
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
-import { cleanupAll, makeProject, makeTempHome, startTestDaemon, trackAgentPid, waitFor, type TestDaemon } from "./helpers/daemon.js";
+import { cleanupAll, makeProject, makeTempHome, startTestDaemon, trackAgentPid, type TestDaemon } from "./helpers/daemon.js";
 
 afterEach(cleanupAll);
 
