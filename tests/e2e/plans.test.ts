@@ -105,6 +105,12 @@ describe("plan sessions", { timeout: 240_000 }, () => {
     const bChecks = evidence.evidenceLog.filter((e) => e.task_id === "b" && e.command);
     expect(bChecks.map((e) => e.status)).toEqual(["failed", "passed"]);
     expect(evidence.evidenceLog.some((e) => e.command === "test -f a.txt" && e.exit_code === 0)).toBe(true);
+    // The verify task resolved with evidence (the schema's "completed with evidence"): its command in each iteration, and the verdicts.
+    const verifyTask = JSON.parse(readFileSync(path.join(started.dir, "tasks/verify.json"), "utf8")) as { status: string; evidence: string[] };
+    expect(verifyTask.status).toBe("resolved");
+    expect(verifyTask.evidence.filter((line) => /^passed: test -f a\.txt: exit 0/.test(line))).toHaveLength(2);
+    expect(verifyTask.evidence.at(-1)).toMatch(/^passed: the verifier's verdict for iteration 2 \(verification\/iteration-2\.json\)$/);
+    expect(verifyTask.evidence.some((line) => /^FAILED: the verifier's verdict for iteration 1 .*c: not good enough yet/.test(line))).toBe(true);
 
     // Never more than 2 workers alive at once, counted over every status event.
     watcher.child.kill("SIGINT");

@@ -4,6 +4,7 @@
  * branch) and verification (the verifier's verdict, the iteration limit).
  */
 import { promises as fs } from "node:fs";
+import path from "node:path";
 import { type PlanConfig } from "@pu/core/config";
 import {
   checkEvidence,
@@ -244,9 +245,11 @@ export class PlanDriver extends PlanHostWorkers {
         for (const command of config.verify) {
           const outcome = await runGate({ command, cwd: role.launched.cwd, timeoutSeconds: config.checkTimeoutSeconds });
           const exitCode = outcome.exitCode ?? 124;
-          const { entry } = checkEvidence({ taskId: VERIFY_TASK_ID, agentId: role.launched.agentId, command, exitCode, durationMs: outcome.durationMs, output: outcome.output, type: "test_result" });
+          const { entry, line } = checkEvidence({ taskId: VERIFY_TASK_ID, agentId: role.launched.agentId, command, exitCode, durationMs: outcome.durationMs, output: outcome.output, type: "test_result" });
+          // The verify task's own evidence too, as a worker's check is its task's: resolved means "completed with evidence".
           await this.update((files) => {
             files.session.evidence_log.push(entry);
+            files.tasks.find((t) => t.id === VERIFY_TASK_ID)?.evidence.push(line);
           });
           if (exitCode !== 0) commandFailures.push({ task: VERIFY_TASK_ID, reason: `${command} exited ${exitCode}: ${tail(outcome.output, 300)}` });
         }
@@ -278,6 +281,10 @@ export class PlanDriver extends PlanHostWorkers {
     const outcome = applyVerdict(fresh.session, fresh.tasks, verdict);
     await this.update((files) => {
       files.tasks = outcome.tasks;
+      // The verdict is the verify task's evidence as well (with no plan.verify commands, its only evidence).
+      files.tasks
+        .find((t) => t.id === VERIFY_TASK_ID)
+        ?.evidence.push(`${verdict.passed ? "passed" : "FAILED"}: the verifier's verdict for iteration ${iteration} (${path.relative(this.layout.dir, verdictFile)})${verdict.passed ? "" : `: ${verdict.failures.map((f) => `${f.task}: ${f.reason}`).join("; ")}`}`);
       files.session.evidence_log.push(
         logEntry("verification", { task_id: VERIFY_TASK_ID, status: verdict.passed ? "passed" : "failed", summary: verdict.passed ? `iteration ${iteration} passed` : verdict.failures.map((f) => `${f.task}: ${f.reason}`).join("; ") }),
       );
