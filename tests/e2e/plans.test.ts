@@ -167,6 +167,8 @@ describe("plan sessions", { timeout: 240_000 }, () => {
     expect(evidence.evidenceLog.find((e) => e.type === "plan_rejected")?.summary).toMatch(/zz/);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     expect((await sb.puJson<PlanJson>(["plan", "status", sessionId])).phase).toBe("PLANNING");
+    // What a person reads names the command that goes on: run, not approve (it would change nothing here).
+    expect(await sb.ok(["plan", "status", sessionId])).toContain(`--plan-only: \`pu plan run ${sessionId}\` starts the workers`);
     // Approving is refused once done; run goes on.
     await sb.ok(["plan", "run", sessionId]);
     const done = await waitFor("the session to complete", async () => {

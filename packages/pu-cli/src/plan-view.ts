@@ -3,8 +3,21 @@ import { budgetTokens, formatCost, formatTokens } from "@pu/core/usage";
 import type { PlanView } from "@pu/ipc/protocol";
 import type { HumanOutput } from "./report.js";
 
+/**
+ * Where the session stands on approval, and the command that moves it on. A --plan-only session
+ * held after its plan goes on only with `pu plan run` (approve just records the approval), so
+ * that is the command named there, approved or not.
+ */
+function approvalLine(plan: PlanView): string {
+  const heldByPlanOnly = plan.options.plan_only && plan.phase === "PLANNING" && plan.tasks.length > 0;
+  const run = `\`pu plan run ${plan.sessionId}\``;
+  if (plan.approvedAt) return heldByPlanOnly ? `approved ${plan.approvedAt}; --plan-only: ${run} starts the workers` : `approved ${plan.approvedAt}`;
+  if (heldByPlanOnly) return `waiting for ${run} (--plan-only; it approves the plan too)`;
+  return plan.tasks.length > 0 ? "waiting for `pu plan approve`" : "not planned yet";
+}
+
 export function writePlanSummary(out: HumanOutput, plan: PlanView): void {
-  const approval = plan.approvedAt ? `approved ${plan.approvedAt}` : plan.tasks.length > 0 ? "waiting for `pu plan approve`" : "not planned yet";
+  const approval = approvalLine(plan);
   out.line(`${plan.sessionId}  ${plan.phase}${plan.phase === "EXPLORATION" ? ` (${plan.explorationStage})` : ""}  iteration ${plan.iteration}/${plan.options.max_iterations}  ${approval}`);
   out.line(`  goal: ${plan.goal.split("\n")[0]}`);
   out.line(`  branch ${plan.branch}; files ${plan.dir}`);

@@ -46,6 +46,19 @@ describe("writePlanSummary", () => {
     expect(shown.find((l) => l.includes("2: second"))).toMatch(/← 1$/);
   });
 
+  it("a --plan-only session held after its plan names `pu plan run`, which starts its workers, not `pu plan approve`, which does not", () => {
+    const planOnly = { max_workers: 0, max_iterations: 5, skip_verify: false, plan_only: true, auto_mode: false };
+    const tasks = [{ id: "a", subject: "first", status: "open", blockedBy: [] }];
+    const held = lines(plan({ phase: "PLANNING", approvedAt: null, options: planOnly, tasks }))[0];
+    expect(held).toContain("waiting for `pu plan run p-1`");
+    expect(held).not.toContain("pu plan approve");
+    // Approved (by approve, or --auto), it still waits for run: approve's own output says so.
+    expect(lines(plan({ phase: "PLANNING", options: planOnly, tasks }))[0]).toMatch(/approved 2026-11-26T00:00:00\.000Z; --plan-only: `pu plan run p-1` starts the workers$/);
+    // Without --plan-only, approval is what it waits for; once run, nothing more is asked for.
+    expect(lines(plan({ phase: "PLANNING", approvedAt: null, tasks }))[0]).toContain("waiting for `pu plan approve`");
+    expect(lines(plan({ tasks }))[0]).toMatch(/approved 2026-11-26T00:00:00\.000Z$/);
+  });
+
   it("a budget with nothing spent yet says so; no budget and no usage says nothing of cost", () => {
     expect(lines(plan({ options: { max_workers: 0, max_iterations: 5, skip_verify: false, plan_only: false, auto_mode: true, max_cost: 2 } }))).toContain("  budget max $2.00; nothing spent yet");
     expect(lines(plan({})).some((l) => /cost|budget/.test(l))).toBe(false);
