@@ -73,3 +73,13 @@ export function validateDefinitionName(name: string): string {
   if (name.startsWith(".")) reject("must not start with '.'");
   return name;
 }
+
+/** The first few words of a prompt make a readable worktree name (undefined when none is left). */
+export function nameFromPrompt(prompt: string): string | undefined {
+  const words = prompt.trim().split(/\s+/).slice(0, 5).join(" ");
+  try {
+    return normalizeWorktreeName(words).slice(0, 40).replace(/-+$/, "") || undefined;
+  } catch {
+    return undefined;
+  }
+}

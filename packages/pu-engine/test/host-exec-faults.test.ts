@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Client } from "@pu/ipc/client";
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
 import { cleanupAll, makeProject, makeTempHome, startTestDaemon, trackAgentPid, type TestDaemon } from "./helpers/daemon.js";
+import { runGit } from "./helpers/git-repo.js";
 
 afterEach(cleanupAll);
 
@@ -169,5 +170,30 @@ describe("a state file of the control plane that cannot be read", () => {
     expect(agents[remote.agentId]!.status).not.toBe("broken");
     expect(report.problems).toEqual([expect.stringContaining("hosts.json")]);
     expect(readFileSync(path.join(control.home, "hosts.json"), "utf8")).toBe("{ not json");
+  }, 60_000);
+});
+
+describe("worktree names on a host and here", () => {
+  it("a host worktree named like one here gets a name free here, so its work comes back and merges", async () => {
+    const control = await startTestDaemon();
+    const client = await control.client();
+    const repo = await makeProject(client);
+    await execHost(client, "box");
+    const here = await client.request("spawn", { projectRoot: repo.root, agent: "terminal", name: "collide" });
+    trackAgentPid(here.agent.pid);
+    expect(here.branch).toBe("pu/collide");
+    const there = await client.request("spawn", { projectRoot: repo.root, on: "box", agent: "terminal", name: "collide", prompt: "git commit --allow-empty -qm from-the-host" });
+    trackAgentPid(there.agent.pid);
+    // Before, both were pu/collide: fetching the host's back into a branch checked out here failed,
+    // so it could be neither merged nor cleaned.
+    expect(there.branch).toBe("pu/collide-2");
+    const hostPath = there.worktreePath ?? "";
+    const deadline = Date.now() + 20_000;
+    while (runGit(hostPath, ["log", "-1", "--format=%s"]) !== "from-the-host") {
+      if (Date.now() > deadline) throw new Error("the host agent never committed");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await client.request("merge", { projectRoot: repo.root, worktreeId: there.worktreeId ?? "", strategy: "merge" });
+    expect(runGit(repo.root, ["log", "--format=%s", "-5"]).split("\n")).toContain("from-the-host");
   }, 60_000);
 });

@@ -12,7 +12,7 @@ import { loadConfig, resolveAgentType, type AgentTypeConfig, type Config } from 
 import { PuError } from "@pu/core/errors";
 import { isSessionId, newAgentId, newSessionId, newWorktreeId } from "@pu/core/ids";
 import type { AgentEntry, Manifest, WorktreeEntry } from "@pu/core/manifest";
-import { normalizeWorktreeName, refuseControlCharacters, validateAgentName } from "@pu/core/names";
+import { nameFromPrompt, normalizeWorktreeName, refuseControlCharacters, validateAgentName } from "@pu/core/names";
 import { manifestPath, worktreesDir } from "@pu/core/paths";
 import { agentTypeTrustItem } from "@pu/core/trust";
 import { AgentSession } from "../session/agent-session.js";
@@ -110,16 +110,6 @@ export function agentTypeOrThrow(config: Config, name: string): AgentTypeConfig 
     throw new PuError("INVALID_ARGUMENT", `unknown agent type '${name}' (known: ${Object.keys(config.agents).join(", ")})`, {
       cause: err,
     });
-  }
-}
-
-/** The first few words of the prompt make a readable worktree name. */
-function nameFromPrompt(prompt: string): string | undefined {
-  const words = prompt.trim().split(/\s+/).slice(0, 5).join(" ");
-  try {
-    return normalizeWorktreeName(words).slice(0, 40).replace(/-+$/, "") || undefined;
-  } catch {
-    return undefined;
   }
 }
 

@@ -4,7 +4,9 @@
 // (`$PU_HOME/remote-projects.json`, this daemon its only writer), the host's last report of each
 // mirror (what status shows while the host is unreachable), requests routed by id, attach relayed
 // over a bridge of its own, and merge / clean, which fetch the worktree's branch back first.
+import { loadConfig } from "@pu/core/config";
 import { PuError, isPuError } from "@pu/core/errors";
+import { nameFromPrompt, normalizeWorktreeName, refuseControlCharacters } from "@pu/core/names";
 import { isAlive } from "@pu/core/status";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
 import type { RemoteProject } from "@pu/core/remote-projects-file";
@@ -190,7 +192,13 @@ export class RemoteAgentService {
     // The project's env files are not in git: sent along, written into the host's new worktree before the agent starts.
     const newWorktree = !fields.root && fields.worktree === undefined;
     const envFiles = newWorktree ? await readEnvFiles(projectRoot) : { files: [], notes: [] };
-    const request = { ...fields, base: baseBranch, projectRoot: mirror, ...(envFiles.files.length > 0 ? { files: envFiles.files } : {}) };
+    const request = {
+      ...fields,
+      ...(newWorktree ? { name: await nameFreeHere(projectRoot, fields) } : {}),
+      base: baseBranch,
+      projectRoot: mirror,
+      ...(envFiles.files.length > 0 ? { files: envFiles.files } : {}),
+    };
     // Written before the host is asked: if this daemon dies before the answer is recorded (or
     // the answer never comes), the agent the host started is adopted from its next report.
     const askedAt = new Date().toISOString();
@@ -533,4 +541,24 @@ export class RemoteAgentService {
 function routeIds(project: RemoteProject, ids: { agentId?: string | null; worktreeId?: string | null }): void {
   if (ids.agentId && !project.agentIds.includes(ids.agentId)) project.agentIds.push(ids.agentId);
   if (ids.worktreeId && !project.worktreeIds.includes(ids.worktreeId)) project.worktreeIds.push(ids.worktreeId);
+}
+
+/**
+ * The name of a new worktree on a host, chosen the way the host would choose it (the given name,
+ * else the prompt's first words, else the agent type) and then made free here: its branch,
+ * pu/NAME, comes back into this repository under the same name, and a local worktree of that
+ * name (a `pu spawn --agent claude` here and another on the host) would have its branch checked
+ * out here, which git will not fetch into — the host's work could then be neither merged nor
+ * cleaned.
+ */
+async function nameFreeHere(projectRoot: string, fields: { name?: string | undefined; prompt?: string | undefined; agent?: string | undefined }): Promise<string> {
+  const agentType = fields.agent ?? (await loadConfig(projectRoot).then((c) => c.defaultAgent, () => "agent"));
+  const base =
+    (fields.name !== undefined ? normalizeWorktreeName(refuseControlCharacters("worktree name", fields.name)) : undefined) ??
+    (fields.prompt ? nameFromPrompt(fields.prompt) : undefined) ??
+    normalizeWorktreeName(agentType);
+  for (let n = 1; ; n++) {
+    const name = n === 1 ? base : `${base}-${n}`;
+    if (!(await branchExists(projectRoot, `pu/${name}`))) return name;
+  }
 }
