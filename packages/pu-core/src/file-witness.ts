@@ -2,7 +2,7 @@
 // changed under it: by hand, by a tool, by a disk going bad. Before writing over it, the daemon
 // needs to know whether what is there is still what it last read or wrote; if not, what is there
 // is read first, so a file that no longer parses is reported and kept, never replaced.
-import { stat } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 
 /** What identifies one version of a file on disk: inode, size and modification time. */
 async function versionOf(file: string): Promise<string> {
@@ -26,5 +26,26 @@ export class FileWitness {
   /** Whether the file is no longer the version last noted (true when none was). */
   async changed(file: string): Promise<boolean> {
     return this.seen === undefined || (await versionOf(file)) !== this.seen;
+  }
+
+  /**
+   * Why the file can no longer be written over: it changed since last noted and what is there
+   * now does not parse (`parse` throws). Undefined when it is unchanged, gone, or still parses.
+   */
+  async spoiledSinceNoted(file: string, parse: (text: string) => unknown): Promise<string | undefined> {
+    if (!(await this.changed(file))) return undefined;
+    let text: string;
+    try {
+      text = await readFile(file, "utf8");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    try {
+      parse(text);
+      return undefined;
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error);
+    }
   }
 }

@@ -29,4 +29,21 @@ describe("FileWitness", () => {
     rmSync(file);
     expect(await witness.changed(file)).toBe(true);
   });
+
+  it("names what spoiled a file changed since it was noted, and nothing for one unchanged, still parsing or gone", async () => {
+    const file = path.join(dir, "usage.json");
+    const parse = (text: string) => JSON.parse(text) as unknown;
+    const witness = new FileWitness();
+    writeFileSync(file, "{}");
+    await witness.note(file);
+    // Unchanged: not even read, so a parser that always throws is never asked.
+    expect(await witness.spoiledSinceNoted(file, () => { throw new Error("read"); })).toBeUndefined();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    writeFileSync(file, '{"still": "json"}');
+    expect(await witness.spoiledSinceNoted(file, parse)).toBeUndefined();
+    writeFileSync(file, "{ half");
+    expect(await witness.spoiledSinceNoted(file, parse)).toMatch(/JSON/);
+    rmSync(file);
+    expect(await witness.spoiledSinceNoted(file, parse)).toBeUndefined();
+  });
 });

@@ -132,15 +132,11 @@ export class UsageStore {
       const path = usageFilePath(root);
       await this.file.withLock(path, async (write) => {
         // Changed under the daemon: written over only while it still parses.
-        if (await project.witness.changed(path)) {
-          const text = await readTextIfExists(path);
-          try {
-            if (text !== null) parseUsageFile(text, path);
-          } catch (error) {
-            project.problem = unreadable(error);
-            this.log.event("usage_file_unreadable", { projectRoot: root, problem: project.problem });
-            return;
-          }
+        const spoiled = await project.witness.spoiledSinceNoted(path, (text) => parseUsageFile(text, path));
+        if (spoiled !== undefined) {
+          project.problem = unreadable(spoiled);
+          this.log.event("usage_file_unreadable", { projectRoot: root, problem: project.problem });
+          return;
         }
         await write(`${JSON.stringify(project.file)}\n`);
         await project.witness.note(path);

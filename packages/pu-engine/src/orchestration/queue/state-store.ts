@@ -78,19 +78,10 @@ export class OperatorStateStore {
    * it still parses. One that does not stops the queue, as a corrupt file found at start does.
    */
   private async refuseIfSpoiled(): Promise<void> {
-    if (!(await this.witness.changed(this.file))) return;
-    let text: string;
-    try {
-      text = await readFile(this.file, "utf8");
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return;
-      throw err;
-    }
-    try {
-      parseOperatorState(text, this.file);
-    } catch (err) {
-      this.problem = `${(err as Error).message} (changed while the daemon ran)`;
-      this.ensureUsable();
-    }
+    const spoiled = await this.witness.spoiledSinceNoted(this.file, (text) => parseOperatorState(text, this.file));
+    if (spoiled === undefined) return;
+    this.problem = `${spoiled} (changed while the daemon ran)`;
+    this.ensureUsable();
   }
+
 }
