@@ -183,12 +183,18 @@ describe("pu bad input end to end", { timeout: 120_000 }, () => {
 
   it("a corrupt .pu/schedule-state.json is named by pu schedule list and never overwritten: the other schedules' counts are kept", async () => {
     await sb.ok(["init"]);
-    await sb.ok(["daemon", "stop"]);
     const hour = 3_600_000;
     const now = Date.now();
     const schedule = path.join(sb.root, ".pu", "schedules", "nightly.yaml");
+    const nightly = (nextRun: number) =>
+      `recurrence: hourly\nstartAt: "${new Date(now - 4.5 * hour).toISOString()}"\nnextRun: "${new Date(nextRun).toISOString()}"\ntrigger:\n  inlinePrompt: "echo should not run"\n  agent: terminal\nroot: true\n`;
+    // Written by hand and trusted; its times are not part of what is trusted (an untrusted
+    // schedule's runs would be held, not missed).
     mkdirSync(path.dirname(schedule), { recursive: true });
-    writeFileSync(schedule, `recurrence: hourly\nstartAt: "${new Date(now - 4.5 * hour).toISOString()}"\nnextRun: "${new Date(now - 2.5 * hour).toISOString()}"\ntrigger:\n  inlinePrompt: "echo should not run"\n  agent: terminal\nroot: true\n`);
+    writeFileSync(schedule, nightly(now + 10 * hour));
+    await sb.ok(["trust"]);
+    await sb.ok(["daemon", "stop"]);
+    writeFileSync(schedule, nightly(now - 2.5 * hour));
     const stateFile = path.join(sb.root, ".pu", "schedule-state.json");
     const corrupt = Buffer.from('{ "version": 1, "schedules": { "weekly": { "missedRuns": 7 }, } }\n');
     writeFileSync(stateFile, corrupt);

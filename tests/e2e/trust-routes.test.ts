@@ -4,7 +4,7 @@
 // templates, a default trigger's inject, and a model value that would be read as a flag.
 // None of them runs until the person runs `pu trust`; after it, each one does (the flag-like
 // model never does).
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PuSandbox } from "../helpers/pu-sandbox.js";
@@ -109,6 +109,8 @@ describe("trust: every route a cloned repository could run waits for pu trust", 
       const list = await puJson<ScheduleList>(["schedule", "list"]);
       return (list.definitions.find((d) => d.name === "often")?.details?.heldRuns ?? 0) > 0;
     });
+    // ...and the repository is left as its author committed it: pu wrote no nextRun into the schedule.
+    expect(sb.git(["status", "--porcelain"], clone)).toBe("");
 
     const plan = await pu(["plan", "start", "explore the repo"]);
     expect(plan.code).toBe(1);
@@ -137,6 +139,8 @@ describe("trust: every route a cloned repository could run waits for pu trust", 
     await waitFor("the CHORE workflow's step to run", () => ran("workflow-ran"), 60_000);
     await waitFor("the schedule to fire", () => ran("schedule-ran"), 60_000);
     expect((await pu(["schedule", "disable", "often"])).code).toBe(0);
+    // Trusted, the schedule keeps its times in its own file again.
+    expect(readFileSync(path.join(clone, ".pu/schedules/often.yaml"), "utf8")).toMatch(/^lastRun: /m);
 
     const spawned = await puJson<{ agentId: string }>(["spawn", "echo hi", "--agent", "terminal", "--root"]);
     await waitFor("the default trigger's inject to run", () => ran("inject-ran"), 60_000);

@@ -1,5 +1,6 @@
 // Schedules in a real daemon: a due schedule fires once and its times are written back;
-// runs that fell due while no daemon ran are counted, not fired.
+// runs that fell due while no daemon ran are counted, not fired; an untrusted schedule
+// neither fires nor has its file written.
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -13,8 +14,11 @@ import {
   readManifest,
   startTestDaemon,
   trackAgentPid,
+  trackTempDir,
+  trustProject,
   waitFor,
 } from "./helpers/daemon.js";
+import { makeTempRepo } from "./helpers/git-repo.js";
 
 afterEach(cleanupAll);
 
@@ -89,21 +93,22 @@ root: true
     const first = await startTestDaemon();
     const firstClient = await first.client();
     const repo = await makeProject(firstClient, FAKE_TYPE_CONFIG);
-    await first.stop();
-
     const now = Date.now();
-    mkdirSync(path.dirname(scheduleFile(repo.root, "nightly")), { recursive: true });
-    writeFileSync(
-      scheduleFile(repo.root, "nightly"),
-      `recurrence: hourly
+    const nightly = (nextRun: number) => `recurrence: hourly
 startAt: "${new Date(now - 4.5 * HOUR).toISOString()}"
-nextRun: "${new Date(now - 2.5 * HOUR).toISOString()}"
+nextRun: "${new Date(nextRun).toISOString()}"
 trigger:
   inlinePrompt: "echo should not run"
   agent: fake
 root: true
-`,
-    );
+`;
+    // Written by hand and trusted (`pu trust`); its times are not part of what is trusted.
+    mkdirSync(path.dirname(scheduleFile(repo.root, "nightly")), { recursive: true });
+    writeFileSync(scheduleFile(repo.root, "nightly"), nightly(now + 10 * HOUR));
+    await trustProject(firstClient, repo.root);
+    await first.stop();
+
+    writeFileSync(scheduleFile(repo.root, "nightly"), nightly(now - 2.5 * HOUR));
 
     const second = await startTestDaemon(first.home);
     const client = await second.client();
@@ -151,5 +156,50 @@ root: true
     expect(text).toMatch(/^trigger: \{ inlinePrompt: "summarise yesterday", agent: fake \} +# one line on purpose$/m);
     expect(text).toContain("  # the channel the digest goes to\n  channel: docs\n");
     expect(readSchedule(repo.root, "digest")).toMatchObject({ enabled: false, nextRun: "2030-01-07T09:00:00.000Z" });
+  });
+  it("an untrusted schedule never fires and its committed file is never written; after pu trust it fires and its times are written", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    // A repository that carries its own schedule (and agent type), committed by its author.
+    const repo = makeTempRepo();
+    trackTempDir(path.dirname(repo.root));
+    const file = scheduleFile(repo.root, "often");
+    const content = `# every two seconds
+recurrence: "*/2 * * * * *"
+startAt: "2020-01-01T00:00:00Z"
+trigger:
+  inlinePrompt: "echo scheduled run"
+  agent: fake
+root: true
+`;
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(path.join(repo.root, ".pu", "config.yaml"), FAKE_TYPE_CONFIG);
+    writeFileSync(file, content);
+    repo.git(["add", "-f", ".pu/config.yaml", ".pu/schedules/often.yaml"]);
+    repo.git(["commit", "-q", "-m", "the author's pu setup"]);
+
+    await client.request("init", { projectRoot: repo.root });
+    // It falls due every 2 s: held (counted, with the reason), not fired, and its file left as committed.
+    const held = await waitFor("the schedule to hold two runs", async () => {
+      const d = await details(client, repo.root, "often");
+      return typeof d?.heldRuns === "number" && d.heldRuns >= 2 ? d : undefined;
+    }, 30_000);
+    expect(String(held.heldReason)).toContain("pu trust");
+    expect(readFileSync(file, "utf8")).toBe(content);
+    expect(repo.git(["status", "--porcelain", "--", ".pu/schedules"])).toBe("");
+    expect(rootAgents(repo.root)).toEqual([]);
+
+    await trustProject(client, repo.root);
+    const agent = await waitFor("the scheduled agent", () => rootAgents(repo.root)[0], 30_000);
+    trackAgentPid(agent.pid);
+    expect(agent.prompt).toBe("echo scheduled run");
+    await waitFor("lastRun to be written", () => readSchedule(repo.root, "often").lastRun !== undefined);
+    await client.request("schedule_enable", { projectRoot: repo.root, name: "often", enabled: false });
+    for (const a of rootAgents(repo.root)) trackAgentPid(a.pid);
+    const stored = readSchedule(repo.root, "often");
+    expect(typeof stored.nextRun).toBe("string");
+    expect(readFileSync(file, "utf8")).toContain("# every two seconds\n");
+    // It fired: the runs it held before are no longer reported.
+    expect(await details(client, repo.root, "often")).not.toHaveProperty("heldRuns");
   });
 });

@@ -7,7 +7,9 @@
 // a project; it is listed but never fires.
 //
 // Each schedule file keeps its own `nextRun` and `lastRun` (written back atomically,
-// the user's other keys and comments kept). A `nextRun` already past when the daemon
+// the user's other keys and comments kept) once it is trusted (`pu trust`); an untrusted
+// schedule's file is never written (it is the project's, often tracked by git) and its
+// next occurrence is kept in memory. A `nextRun` already past when the daemon
 // looks at it outside its own timer (at start, or after a save) fell due while nobody
 // was watching: it is not fired, it is counted in `.pu/schedule-state.json`
 // (`missedRuns`) and `nextRun` moves to the next future occurrence.
@@ -50,6 +52,8 @@ export class Scheduler {
   private queue: Promise<void> = Promise.resolve();
   private stopped = false;
   private readonly unsubscribe: (() => void)[];
+  /** The next occurrence of each untrusted schedule (by file), kept here since its file is not written. */
+  private readonly untrustedDue = new Map<string, Date>();
 
   /** `paused`: the work queue is paused, and with it every launch the daemon makes on its own. */
   constructor(
@@ -61,6 +65,8 @@ export class Scheduler {
         if (kind === "schedule") this.rearm(`schedule ${name} changed`);
       }),
       state.events.on("project_added", () => this.rearm("project added")),
+      // Its schedules may now write their times and fire.
+      state.events.on("project_trusted", () => this.rearm("project trusted")),
     ];
   }
 
@@ -93,11 +99,14 @@ export class Scheduler {
     clearTimeout(this.timer);
     this.timer = undefined;
     let earliest: DueSchedule | undefined;
+    const seen = new Set<string>();
     for (const root of this.state.projects.list()) {
-      for (const due of await this.scanProject(root, mode)) {
+      for (const due of await this.scanProject(root, mode, seen)) {
         if (!earliest || due.due.getTime() < earliest.due.getTime()) earliest = due;
       }
     }
+    // Schedules gone (deleted, or their project) leave nothing behind.
+    for (const file of this.untrustedDue.keys()) if (!seen.has(file)) this.untrustedDue.delete(file);
     if (this.stopped || !earliest) return;
     // An early wake-up (a due date past setTimeout's limit) just scans and re-arms.
     const delay = Math.min(Math.max(0, earliest.due.getTime() - Date.now()), MAX_TIMER_MS);
@@ -106,7 +115,7 @@ export class Scheduler {
   }
 
   /** Each enabled local schedule of a project: fired (mode fire) or counted as missed when past due; the future ones returned. */
-  private async scanProject(root: string, mode: ScanMode): Promise<DueSchedule[]> {
+  private async scanProject(root: string, mode: ScanMode, seen: Set<string>): Promise<DueSchedule[]> {
     let summaries;
     try {
       summaries = await listDefinitions("schedule", { projectRoot: root, home: this.state.home });
@@ -117,6 +126,7 @@ export class Scheduler {
     const upcoming: DueSchedule[] = [];
     for (const summary of summaries) {
       if (summary.scope !== "local") continue;
+      seen.add(summary.path);
       if (summary.error !== undefined) {
         this.state.log.event("schedule_invalid", { projectRoot: root, name: summary.name, error: summary.error });
         continue;
@@ -131,14 +141,36 @@ export class Scheduler {
     return upcoming;
   }
 
-  /** Brings one schedule file up to date; returns when it is next due (null: never again / disabled). */
+  /**
+   * Brings one schedule file up to date; returns when it is next due (null: never again / disabled).
+   * An untrusted schedule's file is only read (see visitUntrusted).
+   */
   private async visit(root: string, name: string, file: string, mode: ScanMode): Promise<Date | null> {
     const schedule = await readSchedule(file, root);
-    if (!schedule.enabled) return null;
+    if (!schedule.enabled) {
+      this.untrustedDue.delete(file);
+      return null;
+    }
     const spec = recurrenceOf(schedule);
+    const held = await this.untrustedReason(root, name, file, schedule);
+    if (held !== undefined) return this.visitUntrusted(root, name, file, mode, schedule, spec, held);
+
     const now = new Date();
-    const stored = schedule.nextRun !== undefined ? new Date(schedule.nextRun) : undefined;
-    if (stored === undefined || Number.isNaN(stored.getTime())) {
+    const fromFile = validDate(schedule.nextRun);
+    let stored = fromFile;
+    // Trusted since the last look: the next occurrence pu kept in memory while it was not
+    // trusted (its file was not written) is the one the file takes up, unless the file has a
+    // later one of its own.
+    const remembered = this.untrustedDue.get(file);
+    this.untrustedDue.delete(file);
+    if (remembered !== undefined && (stored === undefined || stored.getTime() < remembered.getTime())) {
+      if (remembered.getTime() > now.getTime()) {
+        await writeScheduleTimes(file, { nextRun: remembered });
+        return remembered;
+      }
+      stored = remembered;
+    }
+    if (stored === undefined) {
       const next = nextRun(spec, latest(now, schedule.lastRun));
       await writeScheduleTimes(file, { nextRun: next });
       return next;
@@ -151,16 +183,6 @@ export class Scheduler {
         if (this.paused()) {
           // Held, not fired: the occurrence passes (no burst on resume) and the log says why.
           this.state.log.event("schedule_held_paused", { projectRoot: root, name, due: stored.toISOString() });
-          const next = nextRun(spec, latest(new Date(), stored.toISOString()));
-          await writeScheduleTimes(file, { nextRun: next });
-          return next;
-        }
-        const held = await this.untrustedReason(root, name, file, schedule);
-        if (held !== undefined) {
-          // A project's schedule starts agents on its own: never before `pu trust`. The
-          // occurrence passes like a paused one, and the file's state says why.
-          this.state.log.event("schedule_held_untrusted", { projectRoot: root, name, due: stored.toISOString(), reason: held });
-          await recordHeld(this.state, root, name, held, stored);
           const next = nextRun(spec, latest(new Date(), stored.toISOString()));
           await writeScheduleTimes(file, { nextRun: next });
           return next;
@@ -188,16 +210,63 @@ export class Scheduler {
     return next;
   }
 
-  /** Why the schedule may not fire (not trusted), or undefined when it may. */
+  /**
+   * A schedule not trusted (yet): it never fires, and its file — the project's, often tracked
+   * by git — is never written, since its person has not agreed to pu acting on it. Its next
+   * occurrence is kept in memory only; each one that falls due while the daemon watches is
+   * counted as held in `.pu/schedule-state.json` (pu's own file) with the reason. A `nextRun`
+   * the file carries from elsewhere is used while it is ahead; one already past is not counted
+   * as missed (it would not have run here).
+   */
+  private async visitUntrusted(
+    root: string,
+    name: string,
+    file: string,
+    mode: ScanMode,
+    schedule: ScheduleDefinition,
+    spec: RecurrenceSpec,
+    reason: string,
+  ): Promise<Date | null> {
+    const now = new Date();
+    const fromFile = validDate(schedule.nextRun);
+    const due = this.untrustedDue.get(file) ?? (fromFile !== undefined && fromFile.getTime() > now.getTime() ? fromFile : nextRun(spec, latest(now, schedule.lastRun)));
+    if (due === null) {
+      this.untrustedDue.delete(file);
+      return null;
+    }
+    let next: Date | null = due;
+    if (due.getTime() <= now.getTime()) {
+      if (mode === "fire" && this.paused()) {
+        this.state.log.event("schedule_held_paused", { projectRoot: root, name, due: due.toISOString() });
+      } else {
+        // A project's schedule starts agents on its own: never before `pu trust`. The
+        // occurrence passes like a paused one, and the state file says why.
+        this.state.log.event("schedule_held_untrusted", { projectRoot: root, name, due: due.toISOString(), reason });
+        await recordHeld(this.state, root, name, reason, due);
+      }
+      next = nextRun(spec, latest(new Date(), due.toISOString()));
+    }
+    if (next === null) this.untrustedDue.delete(file);
+    else this.untrustedDue.set(file, next);
+    return next;
+  }
+
+  /** Why the schedule may not fire (not trusted, or its trust cannot be read), or undefined when it may. */
   private async untrustedReason(root: string, name: string, file: string, schedule: ScheduleDefinition): Promise<string | undefined> {
     try {
       await this.state.trust.require(root, [scheduleTrustItem({ name, scope: "local", path: file, parsed: schedule })]);
       return undefined;
     } catch (err) {
-      if (isPuError(err) && err.code === "UNTRUSTED") return err.message;
-      throw err;
+      // Not knowing is not trusting: a trust.json pu cannot read holds the schedule too.
+      return isPuError(err) && err.code === "UNTRUSTED" ? err.message : `cannot tell whether it is trusted: ${(err as Error).message}`;
     }
   }
+}
+
+function validDate(iso: string | undefined): Date | undefined {
+  if (iso === undefined) return undefined;
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? undefined : d;
 }
 
 function latest(now: Date, iso: string | undefined): Date {
