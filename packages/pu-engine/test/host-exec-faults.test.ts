@@ -2,13 +2,14 @@
 // its own (the host's ROOT/home), reached by `pu daemon stdio` through a wrapper script that the
 // test can make fail (the link "drops"). What a person notices when the link or a state file of
 // the control plane goes wrong: agents placed there still listed, problems said in one line.
+import { spawnSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync, mkdirSync, chmodSync, rmSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Client } from "@pu/ipc/client";
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
-import { cleanupAll, makeProject, makeTempHome, startTestDaemon, trackAgentPid, type TestDaemon } from "./helpers/daemon.js";
+import { cleanupAll, daemonEnv, makeProject, makeTempHome, startTestDaemon, trackAgentPid, type TestDaemon } from "./helpers/daemon.js";
 import { runGit } from "./helpers/git-repo.js";
 
 afterEach(cleanupAll);
@@ -148,6 +149,49 @@ describe("a state file of the control plane that cannot be read", () => {
     expect(fixed.problems).toBeUndefined();
     expect(everyAgent(fixed)[remote.agentId]).toMatchObject({ host: "box", hostState: "connected" });
     await expect(client.request("host_remove", { name: "box" })).rejects.toMatchObject({ code: "INVALID_STATE", message: expect.stringContaining("1 running agent") });
+  }, 60_000);
+
+  it("a corrupt remote-projects.json: a request about an agent or worktree on a host names the file (exit 1), not \"no agent\"; this machine's agents still answer", async () => {
+    const { control, repo, remote, local } = await placed();
+    const placementsFile = path.join(control.home, "remote-projects.json");
+    const good = readFileSync(placementsFile, "utf8");
+    await control.stop();
+    writeFileSync(placementsFile, "{ not json");
+    const again = await startTestDaemon(control.home);
+    const client = await again.client();
+
+    const unreadable = { code: "CONFIG_ERROR", message: expect.stringMatching(/^cannot read remote-projects\.json, so pu cannot tell .*remote-projects\.json: not valid JSON/) };
+    const projectRoot = repo.root;
+    const id = remote.agentId;
+    await expect(client.request("type_text", { agentId: id, text: "hello" })).rejects.toMatchObject(unreadable);
+    await expect(client.request("input", { agentId: id, data: new Uint8Array([13]) })).rejects.toMatchObject(unreadable);
+    await expect(client.request("logs", { agentId: id })).rejects.toMatchObject(unreadable);
+    await expect(client.request("attach", { agentId: id })).rejects.toMatchObject(unreadable);
+    await expect(client.request("resize", { agentId: id, cols: 80, rows: 24 })).rejects.toMatchObject(unreadable);
+    await expect(client.request("kill", { projectRoot, target: id })).rejects.toMatchObject(unreadable);
+    await expect(client.request("suspend", { projectRoot, target: id })).rejects.toMatchObject(unreadable);
+    await expect(client.request("resume", { projectRoot, agentId: id })).rejects.toMatchObject(unreadable);
+    await expect(client.request("rename", { projectRoot, target: id, name: "x" })).rejects.toMatchObject(unreadable);
+    await expect(client.request("budget", { projectRoot, agentId: id, maxTokens: 5 })).rejects.toMatchObject(unreadable);
+    await expect(client.request("diff", { projectRoot, worktreeId: remote.worktreeId! })).rejects.toMatchObject(unreadable);
+    await expect(client.request("merge", { projectRoot, worktreeId: remote.worktreeId! })).rejects.toMatchObject(unreadable);
+    await expect(client.request("clean", { projectRoot, worktreeId: remote.worktreeId! })).rejects.toMatchObject(unreadable);
+    // This machine's own agents are not affected: the one from before (benched by the restart) and a new one.
+    await expect(client.request("type_text", { agentId: local.agentId, text: "echo here" })).rejects.toMatchObject({ message: expect.stringContaining("benched") });
+    const fresh = await client.request("spawn", { projectRoot, root: true, agent: "terminal", prompt: "echo fresh" });
+    trackAgentPid(fresh.agent.pid);
+    expect((await client.request("type_text", { agentId: fresh.agentId, text: "echo still-here" })).bytes).toBeGreaterThan(0);
+
+    // Through the real CLI: one line naming the file and what is wrong, exit 1 (a failure, not "not found").
+    const cli = spawnSync(process.execPath, [PU_CLI_BIN, "send", id, "hello"], { cwd: repo.root, env: daemonEnv(control.home), encoding: "utf8" });
+    expect(cli.stderr.trimEnd().split("\n")).toEqual([expect.stringContaining(`${placementsFile}: not valid JSON`)]);
+    expect(cli.stderr).not.toMatch(/no agent/);
+    expect(cli.status).toBe(1);
+    expect(readFileSync(placementsFile, "utf8")).toBe("{ not json");
+
+    // Fixed by the person: the next request reads it again and reaches the host.
+    writeFileSync(placementsFile, good);
+    expect((await client.request("type_text", { agentId: id, text: "echo reached" })).bytes).toBeGreaterThan(0);
   }, 60_000);
 
   it("placements naming a host hosts.json no longer has: status shows its agents as last known with one problem line", async () => {

@@ -11,7 +11,7 @@ export type AttachContext = Pick<EngineServices, "state" | "agents" | "remote">;
  */
 export async function handleAttach(ctx: AttachContext, req: RequestOf<"attach">, conn: ConnectionContext): Promise<AttachResult> {
   const { id, agentId } = req;
-  const placed = ctx.remote.placedAgent(agentId);
+  const placed = await ctx.remote.route(agentId, "agent");
   if (placed) return ctx.remote.attach(placed, req, conn);
   // The connection calls its drain listeners on every drain; the viewer wants one call per pause.
   let drainWaiter: (() => void) | undefined;
@@ -33,7 +33,7 @@ export async function handleAttach(ctx: AttachContext, req: RequestOf<"attach">,
       drainWaiter = cb;
     },
   };
-  const attached = await ctx.agents.attach(agentId, req.fromOffset, conn.connectionId, sink);
+  const attached = await ctx.remote.here(agentId, () => ctx.agents.attach(agentId, req.fromOffset, conn.connectionId, sink));
   conn.onClose(attached.detach);
   ctx.state.noticeOnShutdown(conn, () => ({
     type: "notice",

@@ -4,16 +4,16 @@ import { ownedWorkIn, type EngineServices } from "../services.js";
 export type CleanContext = Pick<EngineServices, "state" | "worktrees" | "queue" | "groups" | "plans" | "remote">;
 
 export async function handleClean(ctx: CleanContext, req: RequestOf<"clean">): Promise<CleanResult> {
-  const placed = req.worktreeId === undefined ? undefined : ctx.remote.placedWorktree(req.worktreeId);
+  const placed = req.worktreeId === undefined ? undefined : await ctx.remote.route(req.worktreeId, "worktree");
   if (placed) return ctx.remote.clean(placed, req.worktreeId!, req.force === true);
   const root = await ctx.state.project(req.projectRoot);
-  const local = await ctx.worktrees.clean(root, {
+  const local = await ctx.remote.here(req.worktreeId ?? "all", () => ctx.worktrees.clean(root, {
     ...(req.worktreeId !== undefined ? { worktreeIds: [req.worktreeId] } : {}),
     ...(req.all !== undefined ? { all: req.all } : {}),
     ...(req.force !== undefined ? { force: req.force } : {}),
     ...(req.callerAgentId !== undefined ? { callerAgentId: req.callerAgentId } : {}),
     owners: () => ownedWorkIn(ctx, root),
-  });
+  }));
   if (!req.all) return local;
   // Every worktree means those on hosts too: each cleaned or kept by the same rules, a host that cannot be reached kept with why.
   await ctx.remote.reports(root);

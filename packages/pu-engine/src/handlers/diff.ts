@@ -5,11 +5,11 @@ export type DiffContext = Pick<EngineServices, "state" | "worktrees" | "remote">
 
 /** Changes of one worktree, or of every active one, against the branch it left. */
 export async function handleDiff(ctx: DiffContext, req: RequestOf<"diff">): Promise<DiffResult> {
-  const placed = req.worktreeId === undefined ? undefined : ctx.remote.placedWorktree(req.worktreeId);
+  const placed = req.worktreeId === undefined ? undefined : await ctx.remote.route(req.worktreeId, "worktree");
   if (placed) return ctx.remote.forward(placed, "diff", { worktreeId: req.worktreeId, ...(req.stat ? { stat: true } : {}) });
   const root = await ctx.state.project(req.projectRoot);
+  if (req.worktreeId !== undefined) return ctx.remote.here(req.worktreeId, () => ctx.worktrees.diff(root, req));
   const local = await ctx.worktrees.diff(root, req);
-  if (req.worktreeId !== undefined) return local;
   // Every active worktree means those on hosts too (each host asked once, for the ones pu placed there and has not merged).
   for (const project of ctx.remote.projectsOf(root)) {
     const active = project.worktreeIds.filter((id) => !project.merged.includes(id));

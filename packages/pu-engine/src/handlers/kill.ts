@@ -5,10 +5,10 @@ export type KillContext = Pick<EngineServices, "state" | "agents" | "queue" | "g
 
 /** `pu kill`: work a running ticket, group or plan owns is left alone unless --force (or the owner's cancel). */
 export async function handleKill(ctx: KillContext, req: RequestOf<"kill">): Promise<KillResult> {
-  const placed = ctx.remote.placed(req.target);
+  const placed = await ctx.remote.route(req.target, "either");
   if (placed) return ctx.remote.forward(placed, "kill", { target: req.target, ...(req.force ? { force: true } : {}) });
   const root = await ctx.state.project(req.projectRoot);
-  const local = await ctx.agents.kill(root, req, req.force ? undefined : ownedWorkIn(ctx, root));
+  const local = await ctx.remote.here(req.target, () => ctx.agents.kill(root, req, req.force ? undefined : ownedWorkIn(ctx, root)));
   if (req.target !== "all" && req.target !== "worktrees") return local;
   // Every agent of the project means those placed on hosts too; a host that cannot be reached says so.
   for (const project of ctx.remote.projectsOf(root)) {

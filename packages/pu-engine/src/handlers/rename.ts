@@ -5,7 +5,8 @@ export type RenameContext = Pick<EngineServices, "state" | "agents" | "remote">;
 
 /** `pu rename`: an agent (free text) or a worktree (its display name; the branch keeps its name). */
 export async function handleRename(ctx: RenameContext, req: RequestOf<"rename">): Promise<ResultOf<"rename">> {
-  const placed = ctx.remote.placed(req.target);
+  const placed = await ctx.remote.route(req.target, "either");
   if (placed) return ctx.remote.forward(placed, "rename", { target: req.target, name: req.name });
-  return ctx.agents.rename(await ctx.state.project(req.projectRoot), req.target, req.name);
+  const root = await ctx.state.project(req.projectRoot);
+  return ctx.remote.here(req.target, () => ctx.agents.rename(root, req.target, req.name));
 }

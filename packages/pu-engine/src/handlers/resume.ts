@@ -5,8 +5,8 @@ export type ResumeContext = Pick<EngineServices, "state" | "agents" | "remote">;
 
 /** `pu play`: restarts a suspended agent with its type's resume command, in the same directory. */
 export async function handleResume(ctx: ResumeContext, req: RequestOf<"resume">): Promise<ResultOf<"resume">> {
-  const placed = ctx.remote.placedAgent(req.agentId);
+  const placed = await ctx.remote.route(req.agentId, "agent");
   if (placed) return ctx.remote.forward(placed, "resume", { agentId: req.agentId });
   const root = await ctx.state.project(req.projectRoot);
-  return { agent: await ctx.agents.resume(root, req.agentId) };
+  return { agent: await ctx.remote.here(req.agentId, () => ctx.agents.resume(root, req.agentId)) };
 }

@@ -5,7 +5,8 @@ export type SuspendContext = Pick<EngineServices, "state" | "agents" | "remote">
 
 /** `pu bench`: stops agents so they can be resumed later; nothing about them is forgotten. */
 export async function handleSuspend(ctx: SuspendContext, req: RequestOf<"suspend">): Promise<SuspendResult> {
-  const placed = ctx.remote.placed(req.target);
+  const placed = await ctx.remote.route(req.target, "either");
   if (placed) return ctx.remote.forward(placed, "suspend", { target: req.target });
-  return ctx.agents.suspend(await ctx.state.project(req.projectRoot), req);
+  const root = await ctx.state.project(req.projectRoot);
+  return ctx.remote.here(req.target, () => ctx.agents.suspend(root, req));
 }

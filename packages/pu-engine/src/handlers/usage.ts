@@ -18,10 +18,13 @@ export async function handleUsage(ctx: UsageContext, req: RequestOf<"usage">): P
 export async function handleBudget(ctx: UsageContext, req: RequestOf<"budget">): Promise<ResultOf<"budget">> {
   const root = await ctx.state.project(req.projectRoot);
   if (req.maxTokens === undefined && req.maxCost === undefined) throw new PuError("INVALID_ARGUMENT", "give --max-tokens N and/or --max-cost USD");
-  const placed = ctx.remote.placedAgent(req.agentId);
+  const placed = await ctx.remote.route(req.agentId, "agent");
   if (placed) return ctx.remote.forward(placed, "budget", { agentId: req.agentId, maxTokens: req.maxTokens, maxCost: req.maxCost });
-  const found = findAgent(await ctx.state.store.read(root), req.agentId);
-  if (!found) throw new PuError("AGENT_NOT_FOUND", `no agent ${req.agentId} in ${root}`);
+  const found = await ctx.remote.here(req.agentId, async () => {
+    const agent = findAgent(await ctx.state.store.read(root), req.agentId);
+    if (!agent) throw new PuError("AGENT_NOT_FOUND", `no agent ${req.agentId} in ${root}`);
+    return agent;
+  });
   const view = await ctx.usage.setBudget(root, req.agentId, { maxTokens: req.maxTokens, maxCost: req.maxCost }, found.agent);
   return { agentId: req.agentId, ...view };
 }

@@ -130,6 +130,36 @@ export class RemoteAgentService {
     return this.placedAgent(id) ?? this.placedWorktree(id);
   }
 
+  /**
+   * Where a request about one id goes: the placement on a host holding it (as an agent, a
+   * worktree or either), or undefined for this machine. A record that could not be read is read
+   * again first: a person may have fixed it since.
+   */
+  async route(id: string, kind: "agent" | "worktree" | "either"): Promise<PlacedProject | undefined> {
+    await this.placements.retryIfUnreadable();
+    return kind === "agent" ? this.placedAgent(id) : kind === "worktree" ? this.placedWorktree(id) : this.placed(id);
+  }
+
+  /**
+   * This machine's answer about an id `route` placed on no host. While remote-projects.json
+   * cannot be read pu cannot tell whether the id is on a host, so "no agent X" would not be
+   * true: an id not found here fails with the file's problem instead (CONFIG_ERROR or
+   * IO_ERROR, exit 1), in one line naming the file.
+   */
+  async here<T>(id: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      const problem = this.placements.problem;
+      if (problem === null || !isPuError(error) || (error.code !== "AGENT_NOT_FOUND" && error.code !== "WORKTREE_NOT_FOUND")) throw error;
+      throw new PuError(
+        this.placements.problemCode,
+        `cannot read remote-projects.json, so pu cannot tell whether ${id} (not on this machine) is placed on a host: ${problem}; fix the file (pu leaves it as it is) and try again`,
+        { cause: error },
+      );
+    }
+  }
+
   projectsOf(projectRoot: string): PlacedProject[] {
     return this.placements.projects.filter((p) => p.projectRoot === projectRoot);
   }

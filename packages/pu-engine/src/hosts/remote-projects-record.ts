@@ -3,6 +3,7 @@
  * daemon its only writer: every change is read, applied and written under the file's lock, and
  * the projects as last written are kept for the routing that reads them on every request.
  */
+import { isPuError, type ErrorCode } from "@pu/core/errors";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
 import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
@@ -19,6 +20,8 @@ export class RemoteProjectsRecord {
    * `pu host remove` is refused (it would decide on an empty list).
    */
   problem: string | null = null;
+  /** The code of that failure: CONFIG_ERROR (not valid) or IO_ERROR (could not be read). */
+  problemCode: ErrorCode = "CONFIG_ERROR";
 
   constructor(home: string) {
     this.filePath = remoteProjectsFilePath(home);
@@ -32,6 +35,7 @@ export class RemoteProjectsRecord {
     } catch (error) {
       this.projects = [];
       this.problem = (error as Error).message;
+      this.problemCode = isPuError(error) ? error.code : "IO_ERROR";
       throw error;
     }
   }
