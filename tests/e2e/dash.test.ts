@@ -1,7 +1,7 @@
 // `pu dash` in a real terminal: tmux runs a shell on its own socket, the test types `pu dash`
 // into it and reads the screen with capture-pane, against a real daemon and real agents.
 import { execFileSync } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PuSandbox, PU_BIN } from "../helpers/pu-sandbox.js";
@@ -113,6 +113,34 @@ describe("pu dash in a terminal", { timeout: 120_000 }, () => {
     await waitScreen("the groups tab", (t) => t.includes("multi-agent groups") && t.includes("no groups"));
     keys("Tab");
     await waitScreen("the screen again", (t) => !t.includes("multi-agent groups") && !t.includes("plan sessions") && !t.includes("work queue"));
+  });
+
+  it("says what pu could not read (a corrupt hosts.json) in a line under the list, and the line goes once the file is fixed", async () => {
+    const hostsFile = path.join(sb.home, "hosts.json");
+    const problemLine = /^problem: /m;
+    writeFileSync(hostsFile, "{ not json");
+    // The daemon reads hosts.json again for a status (what `pu status` says), and the next report
+    // it pushes to the dashboard (any change: here a line the talker prints) carries the problem.
+    const said = (await sb.ok(["status"])).split("\n").find((l) => l.startsWith("problem: ")) ?? "";
+    expect(said).toContain(`${hostsFile}: not valid JSON`);
+    await sb.ok(["send", talker, "after the corruption"]);
+    const text = await waitScreen("the problem line", (t) => problemLine.test(t));
+    const lines = text.split("\n");
+    const shown = lines.filter((l) => l.startsWith("problem: ")).map((l) => l.trimEnd());
+    expect(shown).toHaveLength(1);
+    // One line, cut to the terminal's width (100 columns) where pu status has the whole of it.
+    expect(shown[0]!.length).toBeLessThanOrEqual(100);
+    expect(said.length > 100 ? shown[0]!.endsWith("…") && said.startsWith(shown[0]!.slice(0, -1)) : shown[0] === said).toBe(true);
+    // Under the list, above the keys: the agents keep their rows.
+    expect(text).toMatch(/● \(root\)\s+talker/);
+    expect(lines.findIndex((l) => l.startsWith("problem: "))).toBeGreaterThan(lines.findIndex((l) => /● \(root\)\s+talker/.test(l)));
+    expect(lines.findIndex((l) => l.includes("q quit"))).toBeGreaterThan(lines.findIndex((l) => l.startsWith("problem: ")));
+    expect(readFileSync(hostsFile, "utf8")).toBe("{ not json");
+
+    writeFileSync(hostsFile, `${JSON.stringify({ version: 1, hosts: [] })}\n`);
+    expect(await sb.ok(["status"])).not.toContain("problem:");
+    await sb.ok(["send", talker, "after the fix"]);
+    await waitScreen("the problem line gone", (t) => !t.includes("problem:") && /● \(root\)\s+talker/.test(t));
   });
 
   it("fits a resize to 80×24, and q gives the terminal back", async () => {

@@ -121,6 +121,34 @@ describe.skipIf(!browserFound.path)("pu web in Chromium", { timeout: 300_000 }, 
     await photograph("agents");
   });
 
+  it("what pu could not read (a corrupt hosts.json) shows as a problem line above the project's agents, as text, and goes once fixed", async () => {
+    const hostsFile = path.join(sb.home, "hosts.json");
+    // JSON.parse quotes the start of the file in its message: the problem carries this markup.
+    writeFileSync(hostsFile, '<img src=x onerror="window.__problem=1">');
+    const problems = page.locator(`[data-project="${sb.root}"] [data-problem]`);
+    // The daemon reads hosts.json again for a status (what `pu status` says); the next report
+    // it pushes (any change: here the shell's screen) carries the problem to the page.
+    const said = (await sb.ok(["status"])).split("\n").find((line) => line.startsWith("problem: ")) ?? "";
+    expect(said).toContain(`${hostsFile}: not valid JSON`);
+    await sb.ok(["send", shell, "echo problem-$((1+1))"]);
+    await problems.first().waitFor();
+    expect(await problems.allInnerTexts()).toEqual([said]);
+    expect(said).toContain("<img");
+    expect(await page.locator('img[src="x"]').count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __problem?: number }).__problem)).toBeUndefined();
+    // Above the project's agents, not instead of them.
+    await row(page, shell).waitFor();
+    const [problemBox, rowBox] = [await problems.first().boundingBox(), await row(page, shell).boundingBox()];
+    expect(problemBox!.y).toBeLessThan(rowBox!.y);
+    await photograph("agents-problem");
+
+    writeFileSync(hostsFile, `${JSON.stringify({ version: 1, hosts: [] })}\n`);
+    expect(await sb.ok(["status"])).not.toContain("problem:");
+    await sb.ok(["send", shell, "echo fixed-$((2+2))"]);
+    await expect.poll(() => problems.count(), { timeout: 15_000 }).toBe(0);
+    await row(page, shell).waitFor();
+  });
+
   it("`pu web` opening the browser: its file:// redirect page leads to a signed-in page, with no key left in the address bar or on disk", async () => {
     const { openedFile } = await openWeb(sb);
     expect(statSync(openedFile).mode & 0o777).toBe(0o600);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { StatusReport } from "@pu/ipc/protocol";
 import { agentRow as agent } from "./agent-row.js";
-import { dashRows, newlyWaiting, statusLabel } from "../src/dash/model.js";
+import { dashProblems, dashRows, newlyWaiting, problemLines, statusLabel } from "../src/dash/model.js";
 
 
 const report = (root: string, fields: Record<string, unknown>) =>
@@ -85,5 +85,22 @@ describe("dashboard rows", () => {
     const rows = dashRows(costs);
     expect(rows.map((r) => r.cost)).toEqual(["$0.42", "?", "-"]);
     expect(rows.map((r) => statusLabel(r))).toEqual(["streaming", "streaming", "budget"]);
+  });
+
+  it("says each report's problems once, as pu status does, with control characters escaped", () => {
+    const hosts = "agents on hosts are shown as last known: /h/hosts.json: not valid JSON";
+    const problems = dashProblems([
+      report("/work/a", { problems: [hosts, "bad\x1b[2Jline\nnext"] }),
+      report("/work/b", { problems: [hosts] }),
+      report("/work/c", {}),
+    ]);
+    expect(problems).toEqual([`problem: ${hosts}`, "problem: bad\\x1b[2Jline\\x0anext"]);
+    expect(dashProblems([report("/work/c", {})])).toEqual([]);
+  });
+
+  it("keeps the problems to their room: the last line counts the rest and names pu status", () => {
+    expect(problemLines(["problem: a", "problem: b"], 3)).toEqual(["problem: a", "problem: b"]);
+    expect(problemLines(["problem: a", "problem: b", "problem: c", "problem: d"], 3)).toEqual(["problem: a", "problem: b", "2 more problems: `pu status` lists them"]);
+    expect(problemLines(["problem: a", "problem: b"], 1)).toEqual(["2 problems: `pu status` lists them"]);
   });
 });

@@ -9,7 +9,7 @@ import type { StatusReport } from "@pu/ipc/protocol";
 import React from "react";
 import { Box, render, Text, useInput, type Instance } from "ink";
 import { tryConnectDaemon } from "../daemon-client.js";
-import { dashRows, newlyWaiting, statusLabel, type DashRow } from "./model.js";
+import { dashProblems, dashRows, newlyWaiting, problemLines, statusLabel, type DashRow } from "./model.js";
 
 const h = React.createElement;
 const ENTER_ALT = "\x1b[?1049h\x1b[H";
@@ -352,7 +352,9 @@ function DashView({ dash }: { dash: Dashboard }): React.ReactElement {
   const height = process.stdout.rows || 24;
   // The list keeps its columns whole when it can; the screen gets the rest (at least 24 columns).
   const listWidth = Math.max(20, Math.min(width - 24, Math.max(56, Math.floor(width * 0.45))));
-  const bodyHeight = Math.max(3, height - 3);
+  // What pu could not read, a line each above the keys: at most 3 (fewer on a short terminal).
+  const problems = problemLines(dashProblems([...dash.reports.values()]), Math.max(1, Math.min(3, height - 9)));
+  const bodyHeight = Math.max(3, height - 3 - problems.length);
   const screenWidth = Math.max(1, width - listWidth - 1);
   // Lines are cut here, to the cell: Ink's own truncation measured some rows as one column wide.
   const fit = (text: string, cells: number) => (text.length > cells ? `${text.slice(0, Math.max(0, cells - 1))}…` : text);
@@ -448,6 +450,7 @@ function DashView({ dash }: { dash: Dashboard }): React.ReactElement {
       h(Box, { flexDirection: "column", width: listWidth, flexShrink: 0 }, ...list),
       h(Box, { flexDirection: "column", width: screenWidth, flexShrink: 0, marginLeft: 1 }, ...right),
     ),
+    ...problems.map((line, i) => h(Text, { key: `problem-${i}`, color: "red" }, fit(line, width))),
     h(Text, { color: mode.kind === "confirm" ? "yellow" : undefined, dimColor: !dash.message && mode.kind === "list" }, fit(bottom, width)),
   );
 }

@@ -1,6 +1,7 @@
 // What the dashboard shows, as plain data and pure functions (tested without a terminal):
 // the rows of the agent list from the live status reports, and who just started waiting.
 import type { AgentView, StatusReport } from "@pu/ipc/protocol";
+import { escapeControlCharacters } from "@pu/core/names";
 import { withHostState } from "@pu/core/status-label";
 import { formatCost } from "@pu/core/usage";
 import { formatDuration } from "../format.js";
@@ -72,6 +73,28 @@ export function dashRows(reports: readonly StatusReport[], filter = ""): DashRow
   }
   const needle = filter.toLowerCase();
   return needle ? rows.filter((r) => [r.agentId, r.name, r.place, r.agentType, r.status].some((v) => v.toLowerCase().includes(needle))) : rows;
+}
+
+/**
+ * What pu could not read for these reports (a corrupt hosts.json, an unreadable state file, a
+ * host that does not answer), one `problem: …` line each as `pu status` says them, control
+ * characters shown as \xNN; a line that two projects' reports share (hosts.json is one for all) once.
+ */
+export function dashProblems(reports: readonly StatusReport[]): string[] {
+  const lines = new Set<string>();
+  for (const report of reports) for (const problem of report.problems ?? []) lines.add(`problem: ${escapeControlCharacters(problem)}`);
+  return [...lines];
+}
+
+/**
+ * At most `room` lines for the problems: when there are more, the last line counts the rest and
+ * says where they are in full, so the agent list keeps its room.
+ */
+export function problemLines(problems: readonly string[], room: number): string[] {
+  if (problems.length <= room) return [...problems];
+  const shown = Math.max(0, room - 1);
+  const rest = problems.length - shown;
+  return [...problems.slice(0, shown), `${rest} ${shown > 0 ? "more " : ""}problem${rest === 1 ? "" : "s"}: \`pu status\` lists them`];
 }
 
 /** Agents that are waiting now and were not in the previous reports (they need the person). */

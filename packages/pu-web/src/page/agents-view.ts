@@ -2,6 +2,7 @@
 // `pu status` uses; live from the status socket. Spawn at the top; per agent: open its terminal,
 // send a prompt, bench/play, kill (confirmed: a kill loses the agent's unsaved session).
 import type { AgentView, WorktreeView } from "@pu/ipc/protocol";
+import { escapeControlCharacters } from "@pu/core/names";
 import { statusLabel } from "@pu/core/status-label";
 import { formatCost } from "@pu/core/usage";
 import { call } from "./api.js";
@@ -128,6 +129,14 @@ export function renderAgents(view: HTMLElement): () => void {
       const section = h("section", { className: "project", "data-project": root }, h("h2", { className: "project-root" }, root));
       if (project.error) section.append(h("p", { className: "error" }, project.error));
       const report = project.report;
+      // What pu could not read for this report (a corrupt hosts.json, a host that does not
+      // answer…), a line each as `pu status` says them (control characters as \xNN); text
+      // nodes, never markup.
+      const problems = report?.problems ?? [];
+      if (problems.length > 0) {
+        const lines = problems.map((problem) => h("li", { className: "problem", "data-problem": "" }, `problem: ${escapeControlCharacters(problem)}`));
+        section.append(h("ul", { className: "problems", "aria-label": "problems" }, ...lines));
+      }
       if (report) {
         const rootAgents = Object.values(report.agents);
         if (rootAgents.length > 0) section.append(h("section", { className: "worktree root" }, h("h3", {}, "project root"), ...rootAgents.map((agent) => agentRow(root, agent))));
