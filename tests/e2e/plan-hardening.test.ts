@@ -2,13 +2,14 @@
 // scripted role agents (tests/fixtures/plan-role.mjs): a role's program that is not installed
 // (refused up front), a blockedBy cycle made by hand (named in the failure and in status), a
 // corrupt session.json (listed as unreadable), a daemon stopped while it wrote the accepted
-// tasks (settled from the proposals on restart), cancel (no task left in progress), and a COMPLETE
-// plan merged by `pu plan merge` with the refusals of `pu merge`.
-import { readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+// tasks (settled from the proposals on restart), cancel (no task left in progress), a session.json
+// corrupted while its workers run (named, kept, waited for), and a COMPLETE plan merged by
+// `pu plan merge` with the refusals of `pu merge`.
+import { existsSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PuSandbox, REPO_ROOT } from "../helpers/pu-sandbox.js";
-import { waitFor } from "../helpers/wait-for.js";
+import { PuSandbox, REPO_ROOT, allAgents } from "../helpers/pu-sandbox.js";
+import { isProcessAlive, waitFor } from "../helpers/wait-for.js";
 
 const PLAN_ROLE = path.join(REPO_ROOT, "tests/fixtures/plan-role.mjs");
 
@@ -27,6 +28,7 @@ interface EvidenceJson {
 
 const task = (id: string, blockedBy: string[] = []) => ({ id, subject: `make ${id}.txt`, description: `write ${id}.txt`, blockedBy, criteria: [`${id}.txt exists`] });
 const CYCLE = "cycle: a → b → a (break it by removing one blockedBy)";
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 describe("plan sessions when something is wrong", { timeout: 240_000 }, () => {
   let sb: PuSandbox;
@@ -172,6 +174,61 @@ describe("plan sessions when something is wrong", { timeout: 240_000 }, () => {
     const merge = await sb.pu(["plan", "merge", sessionId]);
     expect(merge.code).toBe(1);
     expect(merge.stderr).toMatch(/is CANCELLED, not COMPLETE/);
+  });
+
+  it("a session.json corrupted while its workers run: named by status, list and cancel, never written over; the worker waits and the session goes on once it is restored, across a daemon restart too", async () => {
+    const corruptScenario = { tasks: [task("a"), task("b", ["a"])], slowMs: 3000 };
+    await scenario("corrupt", corruptScenario);
+    const { sessionId, dir } = await sb.puJson<PlanJson>(["plan", "start", "two slow files", "--auto", "--skip-verify"]);
+    const sessionFile = path.join(dir, "session.json");
+    const log = path.join(sb.home, "daemon.log");
+    const waits = () => readFileSync(log, "utf8").split("\n").filter((line) => line.includes('"event":"plan_file_unreadable"')).length;
+    const waitingFor = (before: number) => waitFor("the driver waiting for session.json", () => waits() > before || undefined, 60_000, 200);
+    const workerOn = (id: string) => waitFor(`a worker on task ${id}`, async () => (await status(sessionId)).tasks.find((t) => t.id === id)?.worker, 60_000);
+    const garbage = "garbage {";
+    const unreadable = `${escapeRegExp(sessionFile)} cannot be read: not valid JSON \\(.*\\); pu keeps the file as it is, never writing over it; its 1 agent\\(s\\) keep running`;
+
+    const workerA = await workerOn("a");
+    const good = readFileSync(sessionFile, "utf8");
+    writeFileSync(sessionFile, garbage);
+    // pu plan status: one line naming the file and what is wrong.
+    const shown = await sb.pu(["plan", "status", sessionId]);
+    expect(shown.code).toBe(1);
+    expect(shown.stderr).toMatch(new RegExp(`^pu: plan ${sessionId}: ${unreadable}; the session waits for the file to be fixed or restored, then goes on\\n$`));
+    expect(await sb.ok(["plan", "list"])).toMatch(new RegExp(`${sessionId}  UNREADABLE +${escapeRegExp(sessionFile)}: not valid JSON`));
+    // pu plan cancel: refused in one line (exit 1, a failure), before anything is stopped; the file and why in --json's details.
+    const cancel = await sb.pu(["plan", "cancel", sessionId, "--json"]);
+    expect(cancel.code).toBe(1);
+    expect(cancel.stderr).toMatch(new RegExp(`^pu: plan ${sessionId} is not cancelled: ${unreadable}; fix or restore the file, then run \`pu plan cancel ${sessionId}\` again\\n$`));
+    expect(JSON.parse(cancel.stdout)).toEqual({ error: { code: "INVALID_STATE", message: expect.any(String), details: { file: sessionFile, reason: expect.stringMatching(/^not valid JSON/) } } });
+
+    // The worker's turn ends while the file is still garbage: pu waits for the file, the worker at its prompt.
+    await waitFor("worker a's turn over", () => existsSync(path.join(dir, "reports", "a.md")) || undefined, 60_000);
+    await waitingFor(0);
+    const agentA = allAgents(await sb.status()).find((a) => a.id === workerA);
+    expect(agentA).toMatchObject({ live: true, status: "waiting" });
+    expect(isProcessAlive(agentA?.pid ?? 0)).toBe(true);
+    expect(readFileSync(sessionFile, "utf8")).toBe(garbage);
+
+    // Restored: the same worker's task resolves, and the next one starts.
+    writeFileSync(sessionFile, good);
+    await workerOn("b");
+    const evidence = await sb.puJson<EvidenceJson & { tasks: { id: string; evidence: string[] }[] }>(["plan", "evidence", sessionId]);
+    expect(evidence.evidenceLog.filter((e) => e.type === "task_started").map((e) => e.summary)).toEqual(["worker started on a", "worker started on b"]);
+    expect(evidence.evidenceLog).toContainEqual(expect.objectContaining({ type: "task_resolved", summary: "resolved after 1 turn(s)" }));
+    expect(evidence.evidenceLog).toContainEqual(expect.objectContaining({ type: "files_unreadable", status: "recovered", summary: expect.stringContaining(`${sessionFile} could not be read from `) }));
+
+    // Corrupt again while b's worker runs, and the daemon restarts meanwhile (its agents benched):
+    // the new daemon waits for the file too, then gives task b a worker again and finishes.
+    const goodAgain = readFileSync(sessionFile, "utf8");
+    writeFileSync(sessionFile, garbage);
+    const before = waits();
+    await scenario("corrupt", corruptScenario);
+    await waitingFor(before);
+    expect(readFileSync(sessionFile, "utf8")).toBe(garbage);
+    writeFileSync(sessionFile, goodAgain);
+    const done = await phase(sessionId, "COMPLETE");
+    expect(done.tasks.map((t) => [t.id, t.status])).toEqual([["a", "resolved"], ["b", "resolved"]]);
   });
 
   it("a COMPLETE plan says pu plan merge, which merges its branch into main with pu merge's refusals", async () => {

@@ -20,7 +20,6 @@ import type { TurnResult } from "../../agents/turn.js";
 import { commitAllChanges } from "../../git/commit.js";
 import { mergeWorktree, MergeConflictError } from "../../git/merge.js";
 import { runGate } from "../../gates/gates.js";
-import { readPlan } from "./plan-store.js";
 import { roleAgentName, rolePrompt, stopRoleAgents, turnSucceeded, workerPrompt } from "./role-agent.js";
 import { worktreesDir } from "@pu/core/paths";
 import { tail, logEntry, planLimit, Stopped, type RunningWorker } from "./plan-phases.js";
@@ -33,14 +32,14 @@ export class PlanDriver extends PlanHostWorkers {
     const inFlight = new Map<string, Promise<void>>();
     const slots = this.slots;
     // tasks/ edited by hand since planning (a cycle, a blockedBy naming no task): no worker could ever finish the graph.
-    const graph = taskGraphErrors((await readPlan(this.layout)).tasks);
+    const graph = taskGraphErrors((await this.read()).tasks);
     if (graph.length > 0) {
       await this.finish("FAILED", `the task graph cannot run: ${graph.join("; ")}`);
       return "stuck";
     }
     // Tasks a dead daemon left in progress: a new worker in the task's worktree, re-prompted.
     // One on a host is followed there again (asked with its placement's key, the host answers with the worker it runs).
-    for (const task of (await readPlan(this.layout)).tasks) {
+    for (const task of (await this.read()).tasks) {
       if (task.status === "in_progress" && task.id !== VERIFY_TASK_ID && !this.workers.has(task.id) && !this.hostWorkers.has(task.id)) {
         const host = task.placement?.host;
         const release = host ? slots.takeAt(this.root, this.placedGroupId, host) : slots.take(this.root);
@@ -49,7 +48,7 @@ export class PlanDriver extends PlanHostWorkers {
     }
     for (;;) {
       this.check();
-      const { session, tasks } = await readPlan(this.layout);
+      const { session, tasks } = await this.read();
       const status = executionState(tasks);
       if (status.kind === "done" && inFlight.size === 0) return "done";
       // A spent budget starts no further worker; the plan fails once the running ones settle (for
@@ -129,7 +128,7 @@ export class PlanDriver extends PlanHostWorkers {
 
   /** One task from start to resolved or failed. Never rejects for the task's own failures. */
   protected async runWorker(task: Task): Promise<void> {
-    const { session } = await readPlan(this.layout);
+    const { session } = await this.read();
     const config = await this.config();
     const branch = planBranch(session.session_id);
     const name = roleAgentName(session.session_id, { role: "worker", taskId: task.id });
@@ -188,7 +187,7 @@ export class PlanDriver extends PlanHostWorkers {
       if (ran.exitCode !== 0) return [`the task gate failed: ${config.taskGate} (exit ${ran.exitCode}):\n${tail(ran.output)}`];
     }
     // pu commits what the worker left, with the task's subject, then merges into the integration branch.
-    const { tasks, session } = await readPlan(this.layout);
+    const { tasks, session } = await this.read();
     const task = tasks.find((t) => t.id === worker.taskId);
     await commitAllChanges(cwd, `${worker.taskId}: ${task?.subject ?? worker.taskId}`);
     const branch = worker.launched.branch;
@@ -229,7 +228,7 @@ export class PlanDriver extends PlanHostWorkers {
 
   protected async verify(): Promise<void> {
     const config = await this.config();
-    const { session } = await readPlan(this.layout);
+    const { session } = await this.read();
     const iteration = session.iteration;
     const verdictFile = this.layout.verdict(iteration);
     const branch = planBranch(session.session_id);
@@ -257,7 +256,7 @@ export class PlanDriver extends PlanHostWorkers {
       },
       async () => {
         try {
-          const { tasks } = await readPlan(this.layout);
+          const { tasks } = await this.read();
           const verdict = parseVerifierVerdict(await fs.readFile(verdictFile, "utf8"), verdictFile);
           applyVerdict(session, tasks, verdict); // throws for a verdict naming no task
           verdictProblems = [];
@@ -274,7 +273,7 @@ export class PlanDriver extends PlanHostWorkers {
       await this.finish("FAILED", `the verifier gave no usable verdict: ${problems.join("; ")}`);
       throw new Stopped();
     }
-    const fresh = await readPlan(this.layout);
+    const fresh = await this.read();
     const given = parseVerifierVerdict(await fs.readFile(verdictFile, "utf8"), verdictFile);
     // A verify command that failed fails the verdict, whatever the verifier wrote.
     const verdict = commandFailures.length > 0 ? { ...given, passed: false, failures: [...given.failures, ...commandFailures] } : given;

@@ -19,7 +19,6 @@ import { planSettingsTrustItem } from "@pu/core/trust";
 import type { GroupMemberView, GroupView } from "@pu/ipc/protocol";
 import { MergeConflictError } from "../../git/merge.js";
 import { hostMemberResult } from "../../hosts/host-members.js";
-import { readPlan } from "./plan-store.js";
 import { workerPrompt } from "./role-agent.js";
 import { logEntry, planLimit, PlanPhases } from "./plan-phases.js";
 
@@ -58,7 +57,7 @@ export abstract class PlanHostWorkers extends PlanPhases {
    * the worker goes on on its host and the next daemon follows it again.
    */
   protected async runHostWorker(taskId: string): Promise<void> {
-    const { session, tasks } = await readPlan(this.layout);
+    const { session, tasks } = await this.read();
     const task = tasks.find((t) => t.id === taskId);
     const placement = task?.placement;
     if (!task || !placement) return;

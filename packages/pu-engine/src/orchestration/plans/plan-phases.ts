@@ -5,6 +5,7 @@
  * daemon picks a session up where it was.
  */
 import { promises as fs } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { PuError } from "@pu/core/errors";
 import { textTail } from "@pu/core/prompt-text";
 import { loadConfig, type PlanConfig } from "@pu/core/config";
@@ -25,7 +26,7 @@ import type { EngineState } from "../../state.js";
 import type { LaunchSlots } from "../launch-slots.js";
 import type { HostMembers } from "../../hosts/host-members.js";
 import type { WorkOwner } from "../../agents/owners.js";
-import { readPlan, tasksAccepted, updatePlan, type PlanFiles } from "./plan-store.js";
+import { readPlan, tasksAccepted, unreadableFile, updatePlan, type PlanFiles, type UnreadableFile } from "./plan-store.js";
 import { nextTurn, roleAgentName, rolePrompt, startRoleAgent, stopRoleAgents, turnSucceeded, type RoleAgent } from "./role-agent.js";
 import { retireReplaced } from "../../agents/stop.js";
 
@@ -47,6 +48,9 @@ export interface HostWorker {
 }
 
 const MAX_OUTPUT_IN_FEEDBACK = 1500;
+
+/** How often a session whose file cannot be read looks at it again. */
+const UNREADABLE_POLL_MS = 1000;
 
 export function tail(text: string, max = MAX_OUTPUT_IN_FEEDBACK): string {
   return textTail(text, max);
@@ -132,6 +136,11 @@ export abstract class PlanPhases {
       });
   }
 
+  /** The loop is at work (not waiting for approval, finished or stopped). */
+  get driving(): boolean {
+    return this.running !== undefined && !this.stopped;
+  }
+
   /** A kick arrived while the loop ran. */
   protected again = false;
 
@@ -172,9 +181,60 @@ export abstract class PlanPhases {
     if (this.stopped || this.state.stopping) throw new Stopped();
   }
 
+  /** The session's file pu cannot read now, while the driver waits for it to be fixed or restored. */
+  unreadable: UnreadableFile | undefined;
+
+  /** The session's files as they are now (waiting, while one is unreadable, for it to be fixed). */
+  protected read(): Promise<PlanFiles> {
+    return this.whileUnreadable(() => readPlan(this.layout));
+  }
+
   protected update<T>(change: (files: PlanFiles) => T | Promise<T>): Promise<{ files: PlanFiles; result: T }> {
     this.check();
-    return updatePlan(this.layout, change);
+    return this.whileUnreadable(() => updatePlan(this.layout, change));
+  }
+
+  /**
+   * Runs `op` (a read or a change of the session's files); while one of the files cannot be read
+   * (a person's edit gone wrong, a bad restore), the session waits: the file is named in the log
+   * and in `pu plan status`, kept as it is (a change reads every file before it writes any, so
+   * nothing is written over it), and read again every UNREADABLE_POLL_MS. The agents already
+   * running go on (a worker whose turn ended waits at its prompt); `stop()` ends the wait.
+   */
+  private async whileUnreadable<T>(op: () => Promise<T>): Promise<T> {
+    let since: string | undefined;
+    for (;;) {
+      try {
+        const result = await op();
+        if (since !== undefined) await this.recovered(since);
+        return result;
+      } catch (error) {
+        const bad = unreadableFile(error);
+        if (!bad) throw error;
+        if (this.stopped || this.state.stopping) throw new Stopped();
+        if (since === undefined || bad.file !== this.unreadable?.file || bad.reason !== this.unreadable.reason) {
+          this.state.log.event("plan_file_unreadable", { projectRoot: this.root, sessionId: this.layout.sessionId, file: bad.file, reason: bad.reason });
+        }
+        since ??= new Date().toISOString();
+        this.unreadable = bad;
+        try {
+          await sleep(UNREADABLE_POLL_MS, undefined, { signal: this.halt.signal });
+        } catch {
+          throw new Stopped();
+        }
+      }
+    }
+  }
+
+  /** The session's files read again after `since`: the wait goes into the evidence log. */
+  private async recovered(since: string): Promise<void> {
+    const bad = this.unreadable;
+    this.unreadable = undefined;
+    if (!bad) return;
+    this.state.log.event("plan_file_readable", { projectRoot: this.root, sessionId: this.layout.sessionId, file: bad.file });
+    await updatePlan(this.layout, (files) => {
+      files.session.evidence_log.push(logEntry("files_unreadable", { status: "recovered", summary: `${bad.file} could not be read from ${since} until it was fixed (${bad.reason.slice(0, 500)}); pu waited, leaving the file as it was and its agents running` }));
+    }).catch((error: unknown) => this.state.log.event("plan_file_recovery_unrecorded", { projectRoot: this.root, sessionId: this.layout.sessionId, error }));
   }
 
   protected async log(type: string, fields: Partial<EvidenceLogEntry>): Promise<void> {
@@ -193,11 +253,11 @@ export abstract class PlanPhases {
   }
 
   protected async finish(phase: "COMPLETE" | "FAILED", summary: string): Promise<void> {
-    await updatePlan(this.layout, (files) => {
+    await this.whileUnreadable(() => updatePlan(this.layout, (files) => {
       if (FINAL_PHASES.includes(files.session.phase)) return;
       files.session.phase = phase;
       files.session.evidence_log.push(logEntry("phase", { status: phase, summary }));
-    });
+    }));
     this.state.events.emit("plan_phase", { projectRoot: this.root, sessionId: this.layout.sessionId, phase });
     await stopRoleAgents(this.state, [...this.roleAgents]);
   }
@@ -209,7 +269,7 @@ export abstract class PlanPhases {
   protected async drive(): Promise<void> {
     for (;;) {
       this.check();
-      const { session } = await readPlan(this.layout);
+      const { session } = await this.read();
       if (FINAL_PHASES.includes(session.phase)) return;
       if (session.phase === "EXPLORATION") {
         await this.explore(session);
@@ -221,7 +281,7 @@ export abstract class PlanPhases {
       } else if (session.phase === "EXECUTION") {
         const outcome = await this.execute();
         if (outcome === "stuck") return;
-        const fresh = await readPlan(this.layout);
+        const fresh = await this.read();
         if (fresh.session.options.skip_verify) {
           await this.finish("COMPLETE", `every task resolved (verification skipped); ${planBranch(this.layout.sessionId)} is ready for \`pu plan merge ${this.layout.sessionId}\``);
           return;
@@ -253,7 +313,7 @@ export abstract class PlanPhases {
   }
 
   private async limitOnDisk(): Promise<PlanLimit | undefined> {
-    return planLimit((await readPlan(this.layout)).session.options);
+    return planLimit((await this.read()).session.options);
   }
 
   private async refusePastBudget(limit: PlanLimit | undefined, what: string): Promise<void> {
@@ -400,7 +460,7 @@ export abstract class PlanPhases {
 
   /** PLANNING: the planner's design and tasks, validated; then approval. Returns whether to execute now. */
   protected async plan(): Promise<boolean> {
-    let { session, tasks } = await readPlan(this.layout);
+    let { session, tasks } = await this.read();
     if (!tasksAccepted({ session, tasks })) {
       // The proposals stay until their acceptance is written, so an interrupted one is taken
       // again from them; the planner runs only when they are not (yet) a usable plan. Only with
@@ -432,7 +492,7 @@ export abstract class PlanPhases {
       for (const name of await fs.readdir(this.layout.proposedDir).catch(() => [] as string[])) await fs.rm(`${this.layout.proposedDir}/${name}`, { force: true });
       await stopRoleAgents(this.state, [...this.roleAgents], "plan");
       this.roleAgents.clear();
-      ({ session, tasks } = await readPlan(this.layout));
+      ({ session, tasks } = await this.read());
     }
     if (session.plan.approved_at === null) {
       if (!session.options.auto_mode) return false;

@@ -34,7 +34,7 @@ import type { LaunchSlots } from "../launch-slots.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import type { PlanMergeResult } from "@pu/ipc/protocol";
 import { PLAN_BASE_BRANCH_FIELD, mergePlan, type PlanMergeOptions } from "./plan-merge.js";
-import { createPlan, layoutOf, listPlanIds, readPlan, readSession, readTasks, tasksAccepted, updatePlan } from "./plan-store.js";
+import { createPlan, layoutOf, listPlanIds, readPlan, readSession, readTasks, tasksAccepted, unreadableFile, updatePlan, type UnreadableFile } from "./plan-store.js";
 import { workerPlaces } from "./plan-host-workers.js";
 import { planTemplateTrustItems, stopRoleAgents } from "./role-agent.js";
 import { PlanDriver } from "./plan-driver.js";
@@ -152,9 +152,36 @@ export class PlanService {
     return this.summary(root, sessionId);
   }
 
+  /**
+   * A session whose file pu cannot read, as one line: the file, what is wrong, that pu keeps it
+   * as it is, and what its agents and driver do meanwhile. `doing`: what was refused.
+   */
+  private unreadableError(root: string, sessionId: string, bad: UnreadableFile, doing?: string): PuError {
+    const driver = this.drivers.get(`${root}\0${sessionId}`);
+    const agents = driver && !driver.stopped ? driver.ownedWork().agentIds.length : 0;
+    const then = doing === "is not cancelled"
+      ? `fix or restore the file, then run \`pu plan cancel ${sessionId}\` again`
+      : driver?.driving ? "the session waits for the file to be fixed or restored, then goes on" : "fix or restore the file";
+    return new PuError(
+      "INVALID_STATE",
+      `plan ${sessionId}${doing ? ` ${doing}` : ""}: ${bad.file} cannot be read: ${bad.reason}; pu keeps the file as it is, never writing over it${agents > 0 ? `; its ${agents} agent(s) keep running` : ""}; ${then}`,
+      { details: { file: bad.file, reason: bad.reason } },
+    );
+  }
+
+  /** `read`, with a session file pu cannot read said as `unreadableError`. */
+  private async readOrSay<T>(root: string, sessionId: string, read: () => Promise<T>, doing?: string): Promise<T> {
+    try {
+      return await read();
+    } catch (error) {
+      const bad = unreadableFile(error);
+      throw bad ? this.unreadableError(root, sessionId, bad, doing) : error;
+    }
+  }
+
   async summary(root: string, sessionId: string): Promise<PlanSummary> {
     const layout = layoutOf(root, sessionId);
-    const { session, tasks } = await readPlan(layout);
+    const { session, tasks } = await this.readOrSay(root, sessionId, () => readPlan(layout));
     const driver = this.drivers.get(`${root}\0${sessionId}`);
     return {
       sessionId,
@@ -200,6 +227,11 @@ export class PlanService {
         plans.push(await this.summary(root, id));
       } catch (error) {
         this.state.log.event("plan_unreadable", { projectRoot: root, sessionId: id, error });
+        const bad = unreadableFile(error);
+        if (bad) {
+          unreadable.push({ sessionId: id, ...bad });
+          continue;
+        }
         const layout = layoutOf(root, id);
         const message = (error as Error).message;
         // The error names the file that failed (`FILE: what is wrong`); session.json is the one read first.
@@ -213,7 +245,7 @@ export class PlanService {
   async approve(root: string, sessionId: string): Promise<PlanSummary> {
     const layout = layoutOf(root, sessionId);
     // A plan that does not exist is not found (exit 3), not a lock that cannot be made in its folder.
-    await readSession(layout);
+    await this.readOrSay(root, sessionId, () => readPlan(layout), "is not approved");
     await updatePlan(layout, (files) => {
       if (files.session.phase !== "PLANNING") throw new PuError("INVALID_STATE", `plan ${sessionId} is in ${files.session.phase}, not waiting for approval`);
       if (!tasksAccepted(files)) throw new PuError("INVALID_STATE", `plan ${sessionId} has no accepted tasks yet (the planner is still at work)`);
@@ -228,7 +260,7 @@ export class PlanService {
   /** Continues a `--plan-only` session (approving it if it was not). */
   async run(root: string, sessionId: string): Promise<PlanSummary> {
     const layout = layoutOf(root, sessionId);
-    await readSession(layout);
+    await this.readOrSay(root, sessionId, () => readPlan(layout), "does not run");
     await updatePlan(layout, (files) => {
       if (FINAL_PHASES.includes(files.session.phase)) throw new PuError("INVALID_STATE", `plan ${sessionId} is ${files.session.phase}`);
       files.session.options.plan_only = false;
@@ -241,9 +273,14 @@ export class PlanService {
     return this.summary(root, sessionId);
   }
 
+  /**
+   * Stops the session's agents and records it CANCELLED. A session whose file pu cannot read is
+   * refused before anything is stopped (CANCELLED could not be written, and pu never writes over
+   * the file): its agents keep running until the file is fixed or restored and cancel is asked again.
+   */
   async cancel(root: string, sessionId: string): Promise<PlanSummary> {
     const layout = layoutOf(root, sessionId);
-    const { session } = await readPlan(layout);
+    const { session } = await this.readOrSay(root, sessionId, () => readPlan(layout), "is not cancelled");
     if (FINAL_PHASES.includes(session.phase)) throw new PuError("INVALID_STATE", `plan ${sessionId} is already ${session.phase}`);
     await this.driver(root, sessionId).stop();
     // Role agents of this session a restarted daemon does not know as its own: by name.
@@ -274,7 +311,7 @@ export class PlanService {
   }
 
   async evidence(root: string, sessionId: string): Promise<{ sessionId: string; evidenceLog: EvidenceLogEntry[]; tasks: { id: string; evidence: string[] }[] }> {
-    const { session, tasks } = await readPlan(layoutOf(root, sessionId));
+    const { session, tasks } = await this.readOrSay(root, sessionId, () => readPlan(layoutOf(root, sessionId)));
     return { sessionId, evidenceLog: session.evidence_log, tasks: tasks.map((t) => ({ id: t.id, evidence: t.evidence })) };
   }
 
@@ -302,6 +339,8 @@ export class PlanService {
     for (const driver of this.drivers.values()) {
       const worker = driver.workerOf(agentId);
       if (!worker) continue;
+      // Not run while the session's file cannot be read (its evidence could not be recorded): said at once, not held until it is fixed.
+      await this.readOrSay(driver.root, driver.layout.sessionId, () => readPlan(driver.layout), "runs no check");
       const config = (await loadConfig(driver.root)).plan;
       const ran = await driver.runCheck(worker, command, config.checkTimeoutSeconds);
       return { sessionId: driver.layout.sessionId, taskId: worker.taskId, ...ran };
@@ -318,6 +357,8 @@ export class PlanService {
           if (!FINAL_PHASES.includes(session.phase)) this.driver(root, id).kick();
         } catch (error) {
           this.state.log.event("plan_unreadable", { projectRoot: root, sessionId: id, error });
+          // Its driver waits for the file to be fixed or restored, then goes on from what it says (a finished session stays as it is).
+          if (unreadableFile(error)) this.driver(root, id).kick();
         }
       }
     }

@@ -21,7 +21,7 @@ import {
 } from "@pu/core/plan-files";
 import { isPlanSessionId, plansDir, planLayout, taskIdFromFileName, type PlanLayout } from "@pu/core/plan-layout";
 import { compareTaskIds } from "@pu/core/task-graph";
-import { PuError } from "@pu/core/errors";
+import { PuError, isPuError } from "@pu/core/errors";
 
 export interface PlanFiles {
   session: Session;
@@ -52,6 +52,35 @@ async function readText(file: string): Promise<string> {
   }
 }
 
+/** A plan file pu could not read: which, and what is wrong with it. */
+export interface UnreadableFile {
+  file: string;
+  reason: string;
+}
+
+/**
+ * Reads and parses one of the session's files. One that cannot be read or parsed (not JSON, not
+ * its schema, a read error) is an INVALID_STATE error `FILE: what is wrong` with `{ file, reason }`
+ * in its details: a corrupt file, named and kept (never written over), which `unreadableFile`
+ * tells from every other error. A session.json that does not exist is the session not found.
+ */
+async function readFileWith<T>(file: string, parse: (text: string, file: string) => T, missingIsUnreadable: boolean): Promise<T> {
+  try {
+    return parse(await readText(file), file);
+  } catch (error) {
+    if (!isPuError(error) || (error.code === "NOT_FOUND" && !missingIsUnreadable)) throw error;
+    const reason = error.message.startsWith(`${file}: `) ? error.message.slice(file.length + 2) : error.message;
+    throw new PuError("INVALID_STATE", `${file}: ${reason}`, { cause: error, details: { file, reason } });
+  }
+}
+
+/** The file and what is wrong, when `error` is a session file pu could not read; undefined for any other error. */
+export function unreadableFile(error: unknown): UnreadableFile | undefined {
+  if (!isPuError(error) || error.code !== "INVALID_STATE") return undefined;
+  const { file, reason } = error.details ?? {};
+  return typeof file === "string" && typeof reason === "string" ? { file, reason } : undefined;
+}
+
 /** The session's task files, in id order, never in the middle of a change. */
 export function readTasks(layout: PlanLayout): Promise<Task[]> {
   return locks.readInTurn(layout.session, () => readTaskFiles(layout));
@@ -69,19 +98,19 @@ async function readTaskFiles(layout: PlanLayout): Promise<Task[]> {
   for (const name of names) {
     const id = taskIdFromFileName(name);
     if (id === undefined) continue;
-    tasks.push(parseTask(await readText(layout.task(id)), layout.task(id)));
+    tasks.push(await readFileWith(layout.task(id), parseTask, true));
   }
   return tasks.sort((a, b) => compareTaskIds(a.id, b.id));
 }
 
 /** The session file alone (its options never change once the session starts). */
-export async function readSession(layout: PlanLayout): Promise<Session> {
-  return parseSession(await readText(layout.session), layout.session);
+export function readSession(layout: PlanLayout): Promise<Session> {
+  return readFileWith(layout.session, parseSession, false);
 }
 
 /**
  * The session's files as they are on disk between changes (a corrupt file is an error naming
- * it, never repaired).
+ * it, never repaired: see `unreadableFile`).
  */
 export function readPlan(layout: PlanLayout): Promise<PlanFiles> {
   return locks.readInTurn(layout.session, () => readPlanFiles(layout));
@@ -89,7 +118,7 @@ export function readPlan(layout: PlanLayout): Promise<PlanFiles> {
 
 async function readPlanFiles(layout: PlanLayout): Promise<PlanFiles> {
   const session = await readSession(layout);
-  const context = parseContext(await readText(layout.context), layout.context);
+  const context = await readFileWith(layout.context, parseContext, true);
   return { session, context, tasks: await readTaskFiles(layout) };
 }
 
