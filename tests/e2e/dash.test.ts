@@ -1,7 +1,7 @@
 // `pu dash` in a real terminal: tmux runs a shell on its own socket, the test types `pu dash`
 // into it and reads the screen with capture-pane, against a real daemon and real agents.
 import { execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PuSandbox, PU_BIN } from "../helpers/pu-sandbox.js";
@@ -153,5 +153,16 @@ describe("pu dash in a terminal", { timeout: 120_000 }, () => {
     const after = await waitScreen("the shell prompt back", (t) => !t.includes("q quit") && t.trimEnd().split("\n").at(-1) === "$");
     expect(after).not.toMatch(/● \(root\)/);
     expect(after).toContain("pu dash --no-bell");
+  });
+
+  it("leaves nothing in the temp dir when its terminal closes under it", async () => {
+    const tmp = path.join(sb.base, "dash-tmp");
+    mkdirSync(tmp);
+    keys(`TMPDIR=${tmp} ${process.execPath} ${PU_BIN} dash --no-bell`, "Enter");
+    await waitScreen("the dashboard again", (t) => /● \(root\)\s+talker/.test(t));
+    expect(readdirSync(tmp).filter((name) => name.startsWith("pu-dash-"))).toHaveLength(1);
+    // The window closing hangs up the shell and the dashboard in it (SIGHUP), not q.
+    tmux("kill-session", "-t", "dash");
+    await waitFor("the dashboard's temp folder removed", () => (readdirSync(tmp).length === 0 ? true : undefined), 10_000, 100);
   });
 });

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -28,22 +28,39 @@ export default class DashCommand extends PuCommand {
     const cliBin = cliBinPath();
     // Its own process: Ink and React are ES modules, and every other command starts without them.
     const main = path.join(path.dirname(cliBin), "..", "dist", "dash", "main.js");
-    const handOffFile = path.join(mkdtempSync(path.join(os.tmpdir(), "pu-dash-")), "hand-off.json");
+    const handOffDir = mkdtempSync(path.join(os.tmpdir(), "pu-dash-"));
+    const handOffFile = path.join(handOffDir, "hand-off.json");
+    let child: ChildProcess | undefined;
+    // Its terminal closed (SIGHUP) or told to stop (SIGTERM), pu dash would die before its finally:
+    // the hand-off folder would stay in the temp dir. The child (dashboard or attach) is stopped
+    // too, then the signal is raised again so pu dash ends as the signal says.
+    const leave = (signal: NodeJS.Signals) => {
+      rmSync(handOffDir, { recursive: true, force: true });
+      if (child && child.exitCode === null && child.signalCode === null) child.kill(signal);
+      process.off("SIGHUP", leave);
+      process.off("SIGTERM", leave);
+      process.kill(process.pid, signal);
+    };
+    process.on("SIGHUP", leave);
+    process.on("SIGTERM", leave);
+    const started = (spawned: ChildProcess) => (child = spawned);
     let select: string | undefined;
     try {
       for (;;) {
         const options = { ...(projectRoots ? { projectRoots } : {}), bell: this.bell, ...(select ? { select } : {}) };
-        const code = await runChild(process.execPath, [main, JSON.stringify(options), handOffFile], interactiveEnv());
+        const code = await runChild(process.execPath, [main, JSON.stringify(options), handOffFile], started, interactiveEnv());
         if (!existsSync(handOffFile)) return code;
         const handOff = JSON.parse(readFileSync(handOffFile, "utf8")) as { attach: string };
         rmSync(handOffFile);
         // Enter in the dashboard: the agent's terminal, until its detach key; then the dashboard again.
         this.report.note(`[pu dash: ${handOff.attach}; Ctrl-\\ returns to the dashboard]`);
-        await runChild(process.execPath, [cliBin, "attach", handOff.attach]);
+        await runChild(process.execPath, [cliBin, "attach", handOff.attach], started);
         select = handOff.attach;
       }
     } finally {
-      rmSync(path.dirname(handOffFile), { recursive: true, force: true });
+      process.off("SIGHUP", leave);
+      process.off("SIGTERM", leave);
+      rmSync(handOffDir, { recursive: true, force: true });
     }
   }
 }
@@ -57,9 +74,10 @@ function interactiveEnv(): NodeJS.ProcessEnv {
 }
 
 /** Runs a program on this terminal and resolves with its exit code; Ctrl-C is the child's to handle. */
-function runChild(file: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+function runChild(file: string, args: string[], started: (child: ChildProcess) => void, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   return new Promise<number>((resolve, reject) => {
     const child = spawn(file, args, { stdio: "inherit", env });
+    started(child);
     const ignore = () => undefined;
     process.on("SIGINT", ignore);
     process.on("SIGQUIT", ignore);
