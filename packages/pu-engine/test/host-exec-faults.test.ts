@@ -194,6 +194,63 @@ describe("a state file of the control plane that cannot be read", () => {
     expect((await client.request("type_text", { agentId: id, text: "echo reached" })).bytes).toBeGreaterThan(0);
   }, 60_000);
 
+  it("a corrupt remote-projects.json: kill / bench --all, diff and clean --all act on this machine and say in one line that hosts were not included (exit 1)", async () => {
+    const { control, repo, remote } = await placed();
+    const placementsFile = path.join(control.home, "remote-projects.json");
+    const good = readFileSync(placementsFile, "utf8");
+    await control.stop();
+    writeFileSync(placementsFile, "{ not json");
+    const again = await startTestDaemon(control.home);
+    const client = await again.client();
+    const pu = (...args: string[]) => spawnSync(process.execPath, [PU_CLI_BIN, ...args], { cwd: repo.root, env: daemonEnv(control.home), encoding: "utf8" });
+    const oneProblem = (stderr: string, what: RegExp) => {
+      const lines = stderr.trimEnd().split("\n");
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(what);
+      expect(lines[0]).toContain(`${placementsFile}: not valid JSON`);
+    };
+
+    const fresh = await client.request("spawn", { projectRoot: repo.root, agent: "terminal", prompt: "echo fresh" });
+    trackAgentPid(fresh.agent.pid);
+    const diff = pu("diff", "--stat");
+    expect(diff.stdout).toContain(fresh.worktreeId!);
+    oneProblem(diff.stderr, /worktrees on hosts were not diffed/);
+    expect(diff.status).toBe(1);
+    const diffJson = pu("diff", "--json");
+    expect(JSON.parse(diffJson.stdout).problems).toEqual([expect.stringContaining(placementsFile)]);
+    expect(diffJson.status).toBe(1);
+
+    const bench = pu("bench", "--all");
+    expect(bench.stdout).toContain(`benched ${fresh.agentId}`);
+    oneProblem(bench.stderr, /agents on hosts were not benched/);
+    expect(bench.status).toBe(1);
+
+    const kill = pu("kill", "--all", "--include-root", "--json");
+    const killed = JSON.parse(kill.stdout);
+    expect(killed.killed.map((k: { agentId: string }) => k.agentId)).not.toContain(remote.agentId);
+    expect(killed.problems).toEqual([expect.stringMatching(/agents on hosts were not killed.*remote-projects\.json: not valid JSON/)]);
+    expect(kill.status).toBe(1);
+    oneProblem(pu("kill", "--all").stderr, /agents on hosts were not killed/);
+
+    const clean = pu("clean", "--all");
+    expect(clean.stdout).toContain(`cleaned ${fresh.worktreeId}`);
+    oneProblem(clean.stderr, /worktrees on hosts were not cleaned/);
+    expect(clean.status).toBe(1);
+    expect(readFileSync(placementsFile, "utf8")).toBe("{ not json");
+
+    // Fixed by the person: the same commands reach the host, and say nothing more.
+    writeFileSync(placementsFile, good);
+    const benched = pu("bench", "--all", "--json");
+    expect(benched.status).toBe(0);
+    expect(JSON.parse(benched.stdout)).toMatchObject({ suspended: [remote.agentId] });
+    expect(JSON.parse(benched.stdout)).not.toHaveProperty("problems");
+    const fixed = pu("kill", "--all", "--include-root", "--json");
+    expect(fixed.status).toBe(0);
+    expect(JSON.parse(fixed.stdout)).not.toHaveProperty("problems");
+    // Benched above, so the host answers that it is not running: it was asked.
+    expect(JSON.parse(fixed.stdout).skipped.map((k: { agentId: string }) => k.agentId)).toContain(remote.agentId);
+  }, 90_000);
+
   it("placements naming a host hosts.json no longer has: status shows its agents as last known with one problem line", async () => {
     const { control, client, repo, remote, local } = await placed();
     writeFileSync(path.join(control.home, "hosts.json"), `${JSON.stringify({ version: 1, hosts: [] })}\n`);

@@ -15,6 +15,9 @@ export default class CleanCommand extends PuCommand {
 
       A worktree a running ticket, group or plan owns is left alone the same way (refused, or kept
       by \`--all\` naming its owner) until the owner is cancelled or \`--force\` is given.
+
+      While pu cannot read which worktrees it placed on hosts (remote-projects.json), \`--all\`
+      cleans this machine's, says in one line that the hosts' were not, and exits 1.
     `,
     examples: [
       ["Clean one worktree", "$0 clean --worktree wt-ab12cd34"],
@@ -39,20 +42,28 @@ export default class CleanCommand extends PuCommand {
       ...(process.env.PU_AGENT_ID ? { callerAgentId: process.env.PU_AGENT_ID } : {}),
     };
     const result = await withDaemon((client) => client.request("clean", fields));
-    return this.report.result(result, (out) => {
-      if (result.cleaned.length === 0 && result.kept.length === 0) out.line("nothing to clean");
-      for (const c of result.cleaned) {
-        const done = [
-          c.killedAgents.length > 0 ? `killed ${c.killedAgents.join(", ")}` : "",
-          c.removedPath ? "removed directory" : "",
-          c.deletedBranch ? "deleted branch" : "",
-        ].filter(Boolean);
-        out.line(`cleaned ${c.worktreeId}${done.length ? `: ${done.join("; ")}` : ""}`);
-        for (const note of c.notes) out.line(`  ${note}`);
-      }
-      for (const k of result.kept) {
-        out.line(k.owner ? `kept ${k.worktreeId} (${k.name}): ${k.reason}` : `kept ${k.worktreeId} (${k.name}): ${k.reason}; pu clean --worktree ${k.worktreeId} --force discards it`);
-      }
-    });
+    const problems = result.problems ?? [];
+    return this.report.result(
+      result,
+      (out) => {
+        if (result.cleaned.length === 0 && result.kept.length === 0) out.line(problems.length > 0 ? "nothing to clean on this machine" : "nothing to clean");
+        for (const c of result.cleaned) {
+          const done = [
+            c.killedAgents.length > 0 ? `killed ${c.killedAgents.join(", ")}` : "",
+            c.removedPath ? "removed directory" : "",
+            c.deletedBranch ? "deleted branch" : "",
+          ].filter(Boolean);
+          out.line(`cleaned ${c.worktreeId}${done.length ? `: ${done.join("; ")}` : ""}`);
+          for (const note of c.notes) out.line(`  ${note}`);
+        }
+        for (const k of result.kept) {
+          out.line(k.owner ? `kept ${k.worktreeId} (${k.name}): ${k.reason}` : `kept ${k.worktreeId} (${k.name}): ${k.reason}; pu clean --worktree ${k.worktreeId} --force discards it`);
+        }
+        // The JSON document carries them as `problems`.
+        for (const problem of problems) this.report.note(`pu: ${problem}`);
+      },
+      // Worktrees on hosts were not looked at, and pu cannot say which: a failure (a worktree kept by the rules is not).
+      problems.length > 0 ? 1 : 0,
+    );
   }
 }

@@ -15,7 +15,7 @@ export default class DiffCommand extends PuCommand {
   static override usage = Command.Usage({
     description: "Show what worktrees changed relative to their base branch",
     details:
-      "Every active worktree's diff comes under a header naming it. A worktree that cannot be diffed (its directory or branch is gone) is flagged in its place and the others are still shown; the command then exits 1.",
+      "Every active worktree's diff comes under a header naming it. A worktree that cannot be diffed (its directory or branch is gone) is flagged in its place and the others are still shown; the command then exits 1. So does a diff of every worktree while pu cannot read which ones it placed on hosts (remote-projects.json): this machine's are shown, and one line says the hosts' were not.",
     examples: [
       ["Diff every active worktree", "$0 diff"],
       ["Summary of one worktree", "$0 diff --worktree wt-ab12cd34 --stat"],
@@ -30,8 +30,9 @@ export default class DiffCommand extends PuCommand {
     const fields = { projectRoot, stat: this.stat, ...(this.worktree === undefined ? {} : { worktreeId: this.worktree }) };
     const result = await withDaemon((client) => client.request("diff", fields));
     const broken = result.worktrees.filter((d) => d.error !== undefined);
+    const problems = result.problems ?? [];
     const human = (out: HumanOutput) => {
-      if (result.worktrees.length === 0) out.line("no worktrees to diff");
+      if (result.worktrees.length === 0) out.line(problems.length > 0 ? "no worktrees to diff on this machine" : "no worktrees to diff");
       for (const diff of result.worktrees) {
         if (diff.error !== undefined) {
           out.line(`${diff.worktreeId} ${diff.name}: cannot diff: ${diff.error}`);
@@ -44,7 +45,8 @@ export default class DiffCommand extends PuCommand {
       }
       // The JSON document carries each worktree's error itself.
       for (const d of broken) this.report.note(`pu: ${d.worktreeId} (${d.name}) could not be diffed: ${d.error}`);
+      for (const problem of problems) this.report.note(`pu: ${problem}`);
     };
-    return this.report.result(result, human, broken.length > 0 ? 1 : 0);
+    return this.report.result(result, human, broken.length > 0 || problems.length > 0 ? 1 : 0);
   }
 }

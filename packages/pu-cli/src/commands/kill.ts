@@ -8,7 +8,7 @@ export default class KillCommand extends PuCommand {
   static override usage = Command.Usage({
     description: "Stop agents (SIGTERM, then SIGKILL after a grace period)",
     details:
-      "`--all` stops every agent in a worktree; add `--include-root` to stop root agents too. The agent running this command (PU_AGENT_ID) is never killed. Agents a running ticket, group or plan owns are skipped by `--all` and refused when named, until the owner is cancelled (`pu ticket|group|plan cancel ID`) or `--force` is given.",
+      "`--all` stops every agent in a worktree; add `--include-root` to stop root agents too. The agent running this command (PU_AGENT_ID) is never killed. Agents a running ticket, group or plan owns are skipped by `--all` and refused when named, until the owner is cancelled (`pu ticket|group|plan cancel ID`) or `--force` is given. `--all` covers the agents pu placed on hosts too; while it cannot read which those are (remote-projects.json), it stops this machine's, says in one line that the hosts' were not, and exits 1.",
     examples: [
       ["Stop one agent", "$0 kill ag-ab12cd34"],
       ["The same, spelled out", "$0 kill --agent ag-ab12cd34"],
@@ -50,12 +50,21 @@ export default class KillCommand extends PuCommand {
       ...(this.force ? { force: true } : {}),
     };
     const result = await withDaemon((client) => client.request("kill", fields));
-    return this.report.result(result, (out) => {
-      for (const k of result.killed) out.line(`killed ${k.agentId} (exit ${k.exitCode ?? "unknown"})`);
-      for (const s of result.skipped) out.line(`skipped ${s.agentId}: ${s.reason}`);
-      const left = result.rootAgentsLeft ?? 0;
-      if (result.killed.length === 0 && result.skipped.length === 0) out.line(left > 0 ? "no worktree agent to kill" : "nothing to kill");
-      if (left > 0) out.line(`${left} root agent${left === 1 ? " is" : "s are"} still running: --all stops worktree agents only; add --include-root to stop ${left === 1 ? "it" : "them"} too`);
-    });
+    const problems = result.problems ?? [];
+    const here = problems.length > 0 ? " on this machine" : "";
+    return this.report.result(
+      result,
+      (out) => {
+        for (const k of result.killed) out.line(`killed ${k.agentId} (exit ${k.exitCode ?? "unknown"})`);
+        for (const s of result.skipped) out.line(`skipped ${s.agentId}: ${s.reason}`);
+        const left = result.rootAgentsLeft ?? 0;
+        if (result.killed.length === 0 && result.skipped.length === 0) out.line(left > 0 ? `no worktree agent to kill${here}` : `nothing to kill${here}`);
+        if (left > 0) out.line(`${left} root agent${left === 1 ? " is" : "s are"} still running: --all stops worktree agents only; add --include-root to stop ${left === 1 ? "it" : "them"} too`);
+        // The JSON document carries them as `problems`.
+        for (const problem of problems) this.report.note(`pu: ${problem}`);
+      },
+      // Not everything asked for was stopped, and pu cannot say what is left: a failure.
+      problems.length > 0 ? 1 : 0,
+    );
   }
 }

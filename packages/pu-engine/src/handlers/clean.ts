@@ -15,7 +15,10 @@ export async function handleClean(ctx: CleanContext, req: RequestOf<"clean">): P
     owners: () => ownedWorkIn(ctx, root),
   }));
   if (!req.all) return local;
-  // Every worktree means those on hosts too: each cleaned or kept by the same rules, a host that cannot be reached kept with why.
+  // Every worktree means those on hosts too: each cleaned or kept by the same rules, a host that cannot be reached kept with why,
+  // a record of placements pu cannot read said in one line (this machine's cleaned all the same).
+  const problems = await ctx.remote.unreadPlacements("worktrees on hosts were not cleaned");
+  if (problems.length > 0) local.problems = problems;
   await ctx.remote.reports(root);
   for (const { project, worktreeId } of ctx.remote.liveWorktrees(root)) {
     try {

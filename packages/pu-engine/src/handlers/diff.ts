@@ -10,7 +10,10 @@ export async function handleDiff(ctx: DiffContext, req: RequestOf<"diff">): Prom
   const root = await ctx.state.project(req.projectRoot);
   if (req.worktreeId !== undefined) return ctx.remote.here(req.worktreeId, () => ctx.worktrees.diff(root, req));
   const local = await ctx.worktrees.diff(root, req);
-  // Every active worktree means those on hosts too (each host asked once, for the ones pu placed there and has not merged).
+  // Every active worktree means those on hosts too (each host asked once, for the ones pu placed there and has not merged);
+  // a record of placements pu cannot read is said, this machine's worktrees diffed all the same.
+  const problems = await ctx.remote.unreadPlacements("worktrees on hosts were not diffed");
+  if (problems.length > 0) local.problems = problems;
   for (const project of ctx.remote.projectsOf(root)) {
     const active = project.worktreeIds.filter((id) => !project.merged.includes(id));
     if (active.length === 0) continue;

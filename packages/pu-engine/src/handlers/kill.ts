@@ -10,7 +10,10 @@ export async function handleKill(ctx: KillContext, req: RequestOf<"kill">): Prom
   const root = await ctx.state.project(req.projectRoot);
   const local = await ctx.remote.here(req.target, () => ctx.agents.kill(root, req, req.force ? undefined : ownedWorkIn(ctx, root)));
   if (req.target !== "all" && req.target !== "worktrees") return local;
-  // Every agent of the project means those placed on hosts too; a host that cannot be reached says so.
+  // Every agent of the project means those placed on hosts too; a host that cannot be reached says so,
+  // and so does a record of placements pu cannot read (this machine's are killed all the same).
+  const problems = await ctx.remote.unreadPlacements("agents on hosts were not killed");
+  if (problems.length > 0) local.problems = problems;
   for (const project of ctx.remote.projectsOf(root)) {
     try {
       const there = await ctx.remote.forward(project, "kill", { target: req.target, ...(req.force ? { force: true } : {}) });

@@ -160,6 +160,20 @@ export class RemoteAgentService {
     }
   }
 
+  /**
+   * For a request about every agent or worktree of a project (kill all, bench --all, diff,
+   * clean --all): while remote-projects.json cannot be read (read again first) pu does not know
+   * what it placed on hosts, so this machine's are acted on and the reply carries this one line
+   * (`problems`) saying that those on hosts were not — `what`, e.g. "agents on hosts were not
+   * killed". Empty when the file could be read.
+   */
+  async unreadPlacements(what: string): Promise<string[]> {
+    await this.placements.retryIfUnreadable();
+    const problem = this.placements.problem;
+    if (problem === null) return [];
+    return [`${what} (only this machine's were): pu cannot read remote-projects.json, so it does not know what it placed on hosts (the file is left as it is; fix it and run this again): ${problem}`];
+  }
+
   projectsOf(projectRoot: string): PlacedProject[] {
     return this.placements.projects.filter((p) => p.projectRoot === projectRoot);
   }

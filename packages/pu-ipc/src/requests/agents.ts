@@ -140,10 +140,14 @@ export interface KillResult {
   skipped: { agentId: string; reason: string; owner?: WorkOwnerView }[];
   /** With target "worktrees": root agents still running, which only "all" (`--include-root`) stops. */
   rootAgentsLeft?: number;
+  /** Agents or worktrees on hosts this request could not include (remote-projects.json unreadable), one line each; absent when none. */
+  problems?: string[];
 }
 export interface SuspendResult {
   suspended: string[];
   skipped: { agentId: string; reason: string }[];
+  /** Agents or worktrees on hosts this request could not include (remote-projects.json unreadable), one line each; absent when none. */
+  problems?: string[];
 }
 /** An agent's terminal as a person would see it now (`logs` with `screen: true`). */
 export interface ScreenView {

@@ -47,6 +47,8 @@ export interface WorktreeDiff {
 }
 export interface DiffResult {
   worktrees: WorktreeDiff[];
+  /** Agents or worktrees on hosts this request could not include (remote-projects.json unreadable), one line each; absent when none. */
+  problems?: string[];
 }
 export interface MergeResult {
   worktreeId: string;
@@ -69,6 +71,8 @@ export interface CleanResult {
   }[];
   /** Worktrees `all` left in place because removing them would lose work, or because a running ticket, group or plan owns them. */
   kept: ({ worktreeId: string; name: string; reason: string; owner?: WorkOwnerView } & WorkAtRiskView)[];
+  /** Agents or worktrees on hosts this request could not include (remote-projects.json unreadable), one line each; absent when none. */
+  problems?: string[];
 }
 /** What owns a worktree or agent that `pu clean` / `pu kill` left alone; its cancel lets go of it. */
 export interface WorkOwnerView {
