@@ -21,7 +21,7 @@ import type { GroupService } from "../groups/group-service.js";
 import { nowIso, type EngineState } from "../../state.js";
 import { OperatorStateStore } from "./state-store.js";
 import { appendHistory, ensureTicketDirs, moveTicket, scanTickets, watchQueueFolder } from "./tickets.js";
-import { untrustedTicketIds } from "./ticket-trust.js";
+import { trustForPass, untrustedTicketIds } from "./ticket-trust.js";
 import { recordAgentExit } from "./usage.js";
 import { resolveWorkflow } from "./workflows.js";
 import { runKey, exists, waitsForDecision, type TicketRun } from "./queue-run.js";
@@ -211,6 +211,8 @@ export abstract class QueueDispatch {
   protected async dispatchPass(reason: string): Promise<void> {
     if (this.blocked()) return;
     const waiting: (TicketView & { root: string })[] = [];
+    // One read of trust.json answers for every project's tickets in this pass.
+    const trust = trustForPass(this.state);
     for (const root of this.state.projects.list()) {
       const scan = await scanTickets(root, ["queue"]).catch((err: unknown) => {
         this.state.log.event("queue_scan_failed", { projectRoot: root, error: err });
@@ -223,7 +225,7 @@ export abstract class QueueDispatch {
       }
       const candidates = scan.tickets.filter((t) => !this.held.has(runKey(root, t.id)));
       // A ticket pu did not write for its person waits for `pu trust` (said once per version of it).
-      const untrusted = await untrustedTicketIds(this.state, root, candidates);
+      const untrusted = await untrustedTicketIds(this.state, root, candidates, trust);
       for (const t of candidates.filter((c) => untrusted.has(c.id))) {
         if (this.reported.get(t.path) === "untrusted") continue;
         this.reported.set(t.path, "untrusted");

@@ -18,8 +18,20 @@ function ticketOf(view: TicketView & { project?: string }): Ticket {
   return ticket;
 }
 
+/** trust.json as read once, or why it cannot be read (the message names the file). */
+export type TrustRead = { record: TrustFile } | { unreadable: string };
+
+/**
+ * trust.json for one pass over several projects' tickets (a dispatch pass, `pu queue`): read on
+ * first use, then the same answer for every project of the pass.
+ */
+export function trustForPass(state: EngineState): () => Promise<TrustRead> {
+  let read: Promise<TrustRead> | undefined;
+  return () => (read ??= readTrust(state));
+}
+
 /** trust.json, or why it cannot be read (the message names the file). */
-async function readTrust(state: EngineState): Promise<{ record: TrustFile } | { unreadable: string }> {
+async function readTrust(state: EngineState): Promise<TrustRead> {
   try {
     return { record: await state.trust.read() };
   } catch (err) {
@@ -36,9 +48,9 @@ export async function trustFileProblem(state: EngineState): Promise<string | und
 }
 
 /** The ids of `tickets` not trusted in `root` (all of them when trust.json cannot be read: none may start). */
-export async function untrustedTicketIds(state: EngineState, root: string, tickets: readonly TicketView[]): Promise<Set<string>> {
+export async function untrustedTicketIds(state: EngineState, root: string, tickets: readonly TicketView[], trust = trustForPass(state)): Promise<Set<string>> {
   if (tickets.length === 0) return new Set();
-  const read = await readTrust(state);
+  const read = await trust();
   if ("unreadable" in read) return new Set(tickets.map((t) => t.id));
   return untrustedIn(read.record, root, tickets);
 }
@@ -48,9 +60,9 @@ function untrustedIn(record: TrustFile, root: string, tickets: readonly TicketVi
 }
 
 /** One problem line per ticket that may not start, for `pu queue` and `pu ticket list`. */
-export async function untrustedTicketProblems(state: EngineState, root: string, tickets: readonly TicketView[]): Promise<TicketProblem[]> {
+export async function untrustedTicketProblems(state: EngineState, root: string, tickets: readonly TicketView[], trust = trustForPass(state)): Promise<TicketProblem[]> {
   if (tickets.length === 0) return [];
-  const read = await readTrust(state);
+  const read = await trust();
   // Not the ticket's doing: `pu trust` would not help until the file is fixed.
   if ("unreadable" in read) return tickets.map((t) => ({ file: t.path, message: `${t.id}: not started: trust.json cannot be read: ${read.unreadable}` }));
   const untrusted = untrustedIn(read.record, root, tickets);
