@@ -48,6 +48,12 @@ export const AgentStateSchema = z.looseObject({
   ),
   /** pu's: every agent the ticket's steps ran on that host so far (each step has its own), whose usage its budget counts. */
   host_agents: nullable(z.array(z.string())),
+  /**
+   * pu's: what a reviewer's reject asked (`pu review reject --reason`), typed before the prompt of
+   * the step it sent the ticket back to each time that step runs, until it is done — so a step run
+   * again after a restart still gets it. Absent when nothing is asked.
+   */
+  rework_request: nullable(z.string()),
 });
 export type AgentState = z.infer<typeof AgentStateSchema>;
 

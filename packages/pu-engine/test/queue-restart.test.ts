@@ -229,4 +229,154 @@ describe("work queue, daemon SIGKILLed and restarted", () => {
     expect(worktrees.map((wt) => wt.path)).toEqual([halfMadePath]);
     expect(Object.values(worktrees[0]?.agents ?? {}).map((a) => a.env?.PU_TICKET_ID)).toEqual(["SPIKE-0001"]);
   }, 60_000);
+
+  it("a reviewer's reason survives a SIGKILL between the reject and the step's re-run: the step sent back to is typed with it", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(
+      root,
+      "TASK",
+      `steps:
+  - name: a
+    agent: fake
+    prompt: "echo a"
+  - name: b
+    agent: stubborn
+    prompt: "echo b"
+    review: plan
+  - name: c
+    agent: fake
+    prompt: "write {{OUTPUT_FILE}} c ran"
+`,
+    );
+    await trustProject(client, root);
+    await client.request("ticket_create", { projectRoot: root, title: "rework", ticketType: "TASK" });
+    await waitFor("the review of b", () => readState(daemon.home).agents[0]?.review_state === "pending_plan", 20_000);
+    await client.request("review_reject", { projectRoot: root, ticketId: "TASK-0001", reason: "use the other approach", step: "a" });
+    // The reject is recorded (a is current again); going back to a's agent type stops the stubborn
+    // agent first, which takes pu's kill grace: the daemon dies before a is typed again.
+    await waitFor("the reject recorded", () => readState(daemon.home).agents[0]?.current_step === "a", 10_000, 5);
+    trackAgents(root);
+    await daemon.crash();
+    expect((await history(root, "TASK-0001")).map(([e]) => e)).not.toContain("continued after a daemon restart");
+
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    await waitFor("the review of b again", () => readState(restarted.home).agents[0]?.review_state === "pending_plan", 30_000);
+    trackAgents(root);
+    const outputs = await Promise.all(
+      // The agents before the SIGKILL keep no output here (a restart lets it go).
+      listAgents(readManifest(root)).map(async ({ agent }) =>
+        Buffer.from((await client2.request("logs", { agentId: agent.id }).catch(() => ({ data: new Uint8Array() }))).data).toString("utf8"),
+      ),
+    );
+    const told = outputs.filter((o) => o.includes('Review: changes requested (back to step "a"): use the other approach'));
+    expect(told, "the agent of step a after the restart is told the reviewer's reason").toHaveLength(1);
+    expect(readState(restarted.home).agents[0]?.rework_request, "answered once a is done").toBeUndefined();
+
+    await client2.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    await waitDone(client2, root, "TASK-0001");
+    trackAgents(root);
+    expect(readState(restarted.home).completed[0]).toMatchObject({ ticket_id: "TASK-0001", summary: "c ran" });
+    expect((await history(root, "TASK-0001")).filter(([e]) => e === "step done" || e === "rejected")).toEqual([
+      ["step done", "a"],
+      ["rejected", "b"],
+      ["step done", "a"],
+      ["step done", "b"],
+      ["step done", "c"],
+    ]);
+  }, 90_000);
+
+  it("a ticket that waited on an unreadable trust.json before its first step, SIGKILLed, runs that step once when approved after the restart", async () => {
+    const { daemon, client, root } = await setup();
+    writeWorkflow(root, "TASK", `steps:\n  - name: one\n    prompt: "echo one"\n    gate: ${commitGate("one")}\n  - name: two\n    prompt: "write {{OUTPUT_FILE}} two ran"\n`);
+    await trustProject(client, root);
+    // git runs this while it makes the ticket's worktree: trust.json is spoiled after the dispatch
+    // read it and before the first step checks the ticket against it.
+    const mark = path.join(path.dirname(root), "worktree-being-made");
+    const hook = path.join(root, ".git", "hooks", "post-checkout");
+    writeFileSync(hook, `#!/bin/sh\n[ -e '${mark}' ] && exit 0\ntouch '${mark}'\nsleep 2\n`);
+    chmodSync(hook, 0o755);
+    const trustFile = path.join(daemon.home, "trust.json");
+    await client.request("ticket_create", { projectRoot: root, title: "x", ticketType: "TASK" });
+    await waitFor("the ticket's worktree to be in the making", () => existsSync(mark), 20_000, 5);
+    const trusted = readFileSync(trustFile, "utf8");
+    writeFileSync(trustFile, '{"version":1,"projects":');
+    await waitFor("the ticket to wait on trust.json", () => readState(daemon.home).agents[0]?.last_message?.includes("step one has not started: trust.json cannot be read"));
+    trackAgents(root);
+    writeFileSync(trustFile, trusted);
+    await daemon.crash();
+    const before = readState(daemon.home).agents[0];
+    expect(before).toMatchObject({ current_step: "one", completed_steps: [] });
+
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    await waitFor("the ticket's new agent", () => readState(restarted.home).agents[0]?.session_name !== before?.session_name);
+    trackAgents(root);
+    await client2.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    await waitDone(client2, root, "TASK-0001");
+    trackAgents(root);
+    expect(readState(restarted.home).completed[0]).toMatchObject({ ticket_id: "TASK-0001", summary: "two ran" });
+    expect(stepCommits(root, before?.worktree_path ?? ""), "step one ran, once").toEqual(["step one"]);
+    expect((await history(root, "TASK-0001")).filter(([e]) => e !== "continued after a daemon restart")).toEqual([
+      ["dispatched", undefined],
+      ["approved", "one"],
+      ["step done", "one"],
+      ["step done", "two"],
+      ["done", undefined],
+    ]);
+  }, 60_000);
+
+  it("an approval given while a restart picks up a ticket that then waits for pu trust does not answer its step's review later", async () => {
+    const { daemon, client, root } = await setup();
+    // Half a megabyte of comment: reading the workflow again (as the restart does before it finds
+    // trust.json spoiled) takes long enough for an approval to arrive in between every time.
+    const padding = "# padding to make the workflow slow to read\n".repeat(12_000);
+    writeWorkflow(
+      root,
+      "TASK",
+      `${padding}steps:\n  - name: one\n    prompt: "echo one"\n    gate: ${commitGate("one")}\n    review: plan\n  - name: two\n    prompt: "write {{OUTPUT_FILE}} two ran"\n`,
+    );
+    await trustProject(client, root);
+    // trust.json spoiled while the ticket's worktree is made: its first step waits on the file.
+    const mark = path.join(path.dirname(root), "worktree-being-made");
+    const hook = path.join(root, ".git", "hooks", "post-checkout");
+    writeFileSync(hook, `#!/bin/sh\n[ -e '${mark}' ] && exit 0\ntouch '${mark}'\nsleep 2\n`);
+    chmodSync(hook, 0o755);
+    const trustFile = path.join(daemon.home, "trust.json");
+    await client.request("ticket_create", { projectRoot: root, title: "x", ticketType: "TASK" });
+    await waitFor("the ticket's worktree to be in the making", () => existsSync(mark), 20_000, 5);
+    const trusted = readFileSync(trustFile, "utf8");
+    writeFileSync(trustFile, '{"version":1,"projects":');
+    await waitFor("the ticket to wait on trust.json", () => readState(daemon.home).agents[0]?.last_message?.includes("step one has not started: trust.json cannot be read"));
+    trackAgents(root);
+    await daemon.crash();
+
+    // Restarted with the file still spoiled: approved (for "step one has not started") as soon as
+    // the daemon answers, while it picks the ticket up — which then waits for the file and `pu trust`.
+    const restarted = await startTestDaemon(daemon.home);
+    const client2 = await restarted.client();
+    let approved = false;
+    for (let attempt = 0; attempt < 1000 && !approved; attempt++) {
+      const answer = await client2.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" }).then(
+        () => "approved",
+        (err: { code?: string }) => err.code,
+      );
+      approved = answer === "approved";
+      if (answer === "INVALID_STATE") break;
+    }
+    expect(approved, "the approval reached the ticket before it waited for pu trust").toBe(true);
+    await waitFor("the ticket to wait for pu trust", () => readState(restarted.home).agents[0]?.last_message?.startsWith("could not continue after a restart"));
+    writeFileSync(trustFile, trusted);
+    await trustProject(client2, root);
+
+    // Step one runs, then waits for its own review: the earlier approval does not answer it.
+    await waitFor("step one's plan review", () => readState(restarted.home).agents[0]?.review_state === "pending_plan", 30_000);
+    trackAgents(root);
+    expect((await history(root, "TASK-0001")).filter(([e]) => e === "step done")).toEqual([]);
+    await client2.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    await waitDone(client2, root, "TASK-0001");
+    trackAgents(root);
+    expect(readState(restarted.home).completed[0]).toMatchObject({ ticket_id: "TASK-0001", summary: "two ran" });
+  }, 60_000);
 });
+

@@ -20,7 +20,7 @@ import type { LiveAgent } from "../../session/live-agent.js";
 import { nowIso } from "../../state.js";
 import type { WorkOwner } from "../../agents/owners.js";
 import { appendHistory, findTicket, moveTicket, scanTickets, ticketSummary, writeTicketField } from "./tickets.js";
-import { trustFileProblem, untrustedTicketProblems } from "./ticket-trust.js";
+import { trustFileProblem, trustForPass, untrustedTicketProblems } from "./ticket-trust.js";
 import { collectionExists, resolveWorkflow } from "./workflows.js";
 import { waitsForDecision, runKey, exists, endingOf, endingSummary, type Decision, type TicketRun } from "./queue-run.js";
 import { QueueHostSteps } from "./queue-host-steps.js";
@@ -74,6 +74,15 @@ export class QueueService extends QueueHostSteps {
       const trustProblem = await trustFileProblem(this.state);
       if (trustProblem !== undefined) return this.waitForTrust(agentState, run, `could not continue after a restart: trust.json cannot be read: ${trustProblem}`);
       return this.fail(run, `could not continue after a restart: ${(err as Error).message}`);
+    }
+    // A decision given while the ticket was being picked up, for the wait state.json showed then,
+    // which it no longer has: it waited for `pu trust` since (trust.json unreadable) and runs its
+    // step from the start now. Kept, it would answer that step's own review or decision later. An
+    // approval is what running the step does; a reject sends the ticket back as it asks.
+    const pending = run.pending;
+    if (!awaitingDecision && pending) {
+      run.pending = undefined;
+      if (pending.kind === "reject" && index < run.workflow.steps.length) index = await this.sendBack(run, index, pending);
     }
     // The step it goes on with (none: all were done, only the ticket's end is left).
     const step = run.workflow.steps[index]?.name;
@@ -168,6 +177,7 @@ export class QueueService extends QueueHostSteps {
     const waiting: QueueStatus["waiting"] = [];
     const problems: QueueStatus["problems"] = [];
     const warnings: string[] = [];
+    const trust = trustForPass(this.state);
     for (const root of this.state.projects.list()) {
       const scan = await scanTickets(root, ["queue"]).catch(() => ({ tickets: [], problems: [] }));
       waiting.push(...scan.tickets.map((t) => ({ ...ticketSummary(t), project: root })));
@@ -176,7 +186,7 @@ export class QueueService extends QueueHostSteps {
         const held = this.held.get(runKey(root, t.id));
         if (held !== undefined) problems.push({ file: t.path, message: `not started: ${held}` });
       }
-      problems.push(...(await untrustedTicketProblems(this.state, root, scan.tickets)));
+      problems.push(...(await untrustedTicketProblems(this.state, root, scan.tickets, trust)));
       // A project whose config cannot be read has tickets that never start: say why.
       if (!(await exists(manifestPath(root)))) continue;
       try {

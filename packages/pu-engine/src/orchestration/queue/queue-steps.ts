@@ -34,11 +34,13 @@ export abstract class QueueSteps extends QueueEnd {
    */
   protected async drive(run: TicketRun, index: number, options: { awaitingDecision?: boolean } = {}): Promise<void> {
     let i = index;
-    let extra: string | undefined;
     let awaiting = options.awaitingDecision ?? false;
     try {
       while (i < run.workflow.steps.length) {
         const step = run.workflow.steps[i] as WorkflowStep;
+        // A reviewer's reject asks something of this step: state.json keeps it until the step is
+        // done, so the step run again after a restart is told too.
+        const extra = this.agentStateOf(run)?.rework_request ?? undefined;
         let outcome: StepOutcome;
         if (awaiting) {
           awaiting = false;
@@ -54,28 +56,18 @@ export abstract class QueueSteps extends QueueEnd {
           await this.ensureStepAgent(run, step);
           outcome = await this.runStep(run, step, extra);
         }
-        extra = undefined;
         if (outcome.kind === "stopped") return;
         if (outcome.kind === "failed") return await this.fail(run, outcome.message);
         if (outcome.kind === "reject") {
-          const target = outcome.step === undefined ? i : run.workflow.steps.findIndex((s) => s.name === outcome.step);
-          i = target < 0 ? i : target;
-          // The steps from the one sent back to are to run again, so they are no longer done: a
-          // restart goes on from the current step when it is not done (restartIndex), and it is this one now.
-          const again = new Set(run.workflow.steps.slice(i).map((s) => s.name));
-          const current = (run.workflow.steps[i] as WorkflowStep).name;
-          await this.store.update(() => {
-            const a = this.agentStateOf(run);
-            if (!a) return;
-            a.completed_steps = (a.completed_steps ?? []).filter((name) => !again.has(name));
-            a.current_step = current;
-          });
-          extra = `Review: changes requested${outcome.step ? ` (back to step "${outcome.step}")` : ""}: ${outcome.reason}`;
+          i = await this.sendBack(run, i, outcome);
           continue;
         }
         await this.store.update(() => {
           const a = this.agentStateOf(run);
-          if (a) a.completed_steps = [...new Set([...(a.completed_steps ?? []), step.name])];
+          if (!a) return;
+          a.completed_steps = [...new Set([...(a.completed_steps ?? []), step.name])];
+          // What the reject asked of this step is answered: the steps after it are not told.
+          delete a.rework_request;
         });
         await appendHistory(run.root, run.ticketId, { event: "step done", step: step.name, ...(outcome.note ? { note: outcome.note } : {}) });
         i++;
@@ -85,6 +77,28 @@ export abstract class QueueSteps extends QueueEnd {
       if (this.stopped || run.abort.signal.aborted) return;
       await this.fail(run, (err as Error).message).catch((e: unknown) => this.state.log.event("ticket_fail_record_failed", { error: e }));
     }
+  }
+
+  /**
+   * A reject at step `from`: the steps from the one it sends the ticket back to (that step, or
+   * `from` itself) run again, so they are no longer done — a restart goes on from the current step
+   * when it is not done (restartIndex), and it is this one now — and what the reviewer asked is
+   * kept for that step (rework_request), all in one write. Returns the step's index.
+   */
+  protected async sendBack(run: TicketRun, from: number, reject: { reason: string; step?: string }): Promise<number> {
+    const target = reject.step === undefined ? from : run.workflow.steps.findIndex((s) => s.name === reject.step);
+    const i = target < 0 ? from : target;
+    const again = new Set(run.workflow.steps.slice(i).map((s) => s.name));
+    const current = (run.workflow.steps[i] as WorkflowStep).name;
+    const request = `Review: changes requested${reject.step ? ` (back to step "${reject.step}")` : ""}: ${reject.reason}`;
+    await this.store.update(() => {
+      const a = this.agentStateOf(run);
+      if (!a) return;
+      a.completed_steps = (a.completed_steps ?? []).filter((name) => !again.has(name));
+      a.current_step = current;
+      a.rework_request = request;
+    });
+    return i;
   }
 
   /** The step names an agent type other than the current one (or the agent is gone): a new agent in the ticket's worktree. */
