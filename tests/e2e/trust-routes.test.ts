@@ -111,6 +111,10 @@ describe("trust: every route a cloned repository could run waits for pu trust", 
     });
     // ...and the repository is left as its author committed it: pu wrote no nextRun into the schedule.
     expect(sb.git(["status", "--porcelain"], clone)).toBe("");
+    // The list says it will not run before pu trust, and why.
+    const listed = (await pu(["schedule", "list"])).stdout;
+    expect(listed).toMatch(/^often\s+local\s+yes\s+.*\s+not before `pu trust` \(due \S+\)/m);
+    expect(listed).toMatch(/^held: often: not trusted yet: .*pu trust/m);
 
     const plan = await pu(["plan", "start", "explore the repo"]);
     expect(plan.code).toBe(1);

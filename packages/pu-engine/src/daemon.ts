@@ -176,19 +176,21 @@ export async function startDaemon({ home }: { home: string }): Promise<Daemon> {
     // Status streams carry the hosts' agents too, and hear when a host's report changes.
     statusWatch.setOverlay((report) => usage.decorate(remote.overlay(report)), (root) => usage.prepare(root));
     remote.onChange((root, changes) => statusWatch!.externalChange(root, changes));
+    // Made before the handlers, which list an untrusted schedule's next run as it keeps it; started below.
+    const schedules = new Scheduler(state, () => workQueue.paused);
+    scheduler = schedules;
     // We hold the pid file, so any socket file is a leftover of a dead daemon.
     fs.rmSync(sock, { force: true });
     const daemonLog = log;
     server = createServer({
       socketPath: sock,
-      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), automation: new AutomationService(state), daemon: new DaemonService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService, hosts: hostService, remote, usage }),
+      handlers: createHandlers({ state, agents: new AgentService(state), worktrees: new WorktreeService(state), automation: new AutomationService(state, (file) => schedules.untrustedNextRun(file)), daemon: new DaemonService(state), statusWatch, queue: workQueue, plans: planService, groups: groupService, hosts: hostService, remote, usage }),
       log: (event: string, fields?: Record<string, unknown>) => daemonLog.event(event, fields),
     });
     await server.listen();
     fs.chmodSync(sock, 0o600);
     // Only a first look: runs that fell due while no daemon ran are counted as missed, not fired.
-    scheduler = new Scheduler(state, () => workQueue.paused);
-    await scheduler.start();
+    await schedules.start();
     // In-progress tickets continue (agents resumed or re-prompted), then queued ones dispatch.
     // First, so no group's slot request runs a dispatch pass before the tickets in flight are known.
     await workQueue.start();

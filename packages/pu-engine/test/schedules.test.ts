@@ -1,14 +1,17 @@
 // Schedules in a real daemon: a due schedule fires once and its times are written back;
 // runs that fell due while no daemon ran are counted, not fired; an untrusted schedule
 // neither fires nor has its file written.
+import { spawnSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
+import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseDefinition } from "@pu/core/definitions";
 import type { Client } from "@pu/ipc/client";
 import {
   cleanupAll,
+  daemonEnv,
   FAKE_AGENT_COMMAND,
   makeProject,
   readManifest,
@@ -23,6 +26,7 @@ import { makeTempRepo } from "./helpers/git-repo.js";
 afterEach(cleanupAll);
 
 const HOUR = 3_600_000;
+const PU_CLI_BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../pu-cli/bin/pu");
 const FAKE_TYPE_CONFIG = `agents:\n  fake:\n    command: ${JSON.stringify(FAKE_AGENT_COMMAND)}\n    interactive: true\n`;
 
 function scheduleFile(root: string, name: string): string {
@@ -156,6 +160,54 @@ root: true
     expect(text).toMatch(/^trigger: \{ inlinePrompt: "summarise yesterday", agent: fake \} +# one line on purpose$/m);
     expect(text).toContain("  # the channel the digest goes to\n  channel: docs\n");
     expect(readSchedule(repo.root, "digest")).toMatchObject({ enabled: false, nextRun: "2030-01-07T09:00:00.000Z" });
+  });
+  it("pu schedule list shows an untrusted schedule as held until pu trust, with the daemon's next due time, not the file's stale nextRun", async () => {
+    const daemon = await startTestDaemon();
+    const client = await daemon.client();
+    // A repository that carries its own schedule, committed with a nextRun long past.
+    const repo = makeTempRepo();
+    trackTempDir(path.dirname(repo.root));
+    const file = scheduleFile(repo.root, "nightly");
+    const content = `recurrence: hourly
+startAt: "2020-01-01T00:30:00Z"
+nextRun: "2021-06-01T00:30:00.000Z"
+trigger:
+  inlinePrompt: "echo scheduled run"
+  agent: fake
+root: true
+`;
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(path.join(repo.root, ".pu", "config.yaml"), FAKE_TYPE_CONFIG);
+    writeFileSync(file, content);
+    await client.request("init", { projectRoot: repo.root });
+
+    // Next due on the half hour after now, as the daemon keeps it (the file is not written).
+    const due = (from: number) => new Date(Date.parse("2020-01-01T00:30:00Z") + (Math.floor((from - Date.parse("2020-01-01T00:30:00Z")) / HOUR) + 1) * HOUR).toISOString();
+    const before = Date.now();
+    const seen = await details(client, repo.root, "nightly");
+    const expected = [due(before), due(Date.now())];
+    expect(expected).toContain(seen?.nextRun);
+    expect(seen?.untrusted).toMatch(/not trusted yet: .*pu trust/);
+    expect(readFileSync(file, "utf8")).toBe(content);
+    // The time is the daemon's, not the file's: a hand edit it has not looked at since changes nothing it will do.
+    writeFileSync(file, content.replace("2021-06-01T00:30:00.000Z", "2099-01-01T00:30:00.000Z"));
+    expect((await details(client, repo.root, "nightly"))?.nextRun).toBe(seen?.nextRun);
+    writeFileSync(file, content);
+
+    // Through the real CLI: the NEXT RUN column says it will not run before pu trust, and why below.
+    const cli = spawnSync(process.execPath, [PU_CLI_BIN, "schedule", "list"], { cwd: repo.root, env: daemonEnv(daemon.home), encoding: "utf8" });
+    expect(cli.status).toBe(0);
+    const row = cli.stdout.split("\n").find((l) => l.startsWith("nightly"));
+    expect(row).toMatch(/not before `pu trust` \(due 20\d\d-/);
+    expect(row).not.toContain("2021-06-01");
+    expect(cli.stdout).toMatch(/^held: nightly: not trusted yet: .*pu trust/m);
+
+    // Trusted: it shows its next run as any other, and is no longer marked.
+    await trustProject(client, repo.root);
+    const trusted = await waitFor("the trusted schedule's nextRun in its file", () => readSchedule(repo.root, "nightly").nextRun !== "2021-06-01T00:30:00.000Z" && readSchedule(repo.root, "nightly").nextRun);
+    const after = await details(client, repo.root, "nightly");
+    expect(after).not.toHaveProperty("untrusted");
+    expect(after?.nextRun).toBe(trusted);
   });
   it("an untrusted schedule never fires and its committed file is never written; after pu trust it fires and its times are written", async () => {
     const daemon = await startTestDaemon();

@@ -19,7 +19,11 @@ import { spawnAgent } from "./spawn.js";
 import { runSwarm } from "./swarm.js";
 
 export class AutomationService {
-  constructor(private readonly state: EngineState) {}
+  /** `untrustedNextRun`: when the scheduler next expects an untrusted schedule (by file) to fall due, kept in its memory. */
+  constructor(
+    private readonly state: EngineState,
+    private readonly untrustedNextRun: (file: string) => Date | undefined = () => undefined,
+  ) {}
 
   // ---- definitions ------------------------------------------------------------------------
 
@@ -29,7 +33,7 @@ export class AutomationService {
     const definitions: DefinitionSummary[] = [];
     for (const summary of found) {
       const entry: DefinitionSummary = { ...summary };
-      if (kind === "schedule" && summary.error === undefined) entry.details = await scheduleDetails(summary.name, summary.scope, summary.path, root);
+      if (kind === "schedule" && summary.error === undefined) entry.details = await scheduleDetails(this.state, summary.name, summary.scope, summary.path, root, this.untrustedNextRun);
       definitions.push(entry);
     }
     return definitions;

@@ -70,6 +70,15 @@ export class Scheduler {
     ];
   }
 
+  /**
+   * When the daemon next expects an untrusted schedule (by file) to fall due — to be held, not
+   * fired — as kept in memory since its file is not written; undefined when it has none (trusted,
+   * disabled, or not looked at yet). `pu schedule list` shows it.
+   */
+  untrustedNextRun(file: string): Date | undefined {
+    return this.untrustedDue.get(file);
+  }
+
   /** First look after a start: past-due runs are counted as missed, never fired. */
   start(): Promise<void> {
     return this.enqueue("look", "start");
@@ -152,7 +161,7 @@ export class Scheduler {
       return null;
     }
     const spec = recurrenceOf(schedule);
-    const held = await this.untrustedReason(root, name, file, schedule);
+    const held = await untrustedReason(this.state, root, name, file, schedule);
     if (held !== undefined) return this.visitUntrusted(root, name, file, mode, schedule, spec, held);
 
     const now = new Date();
@@ -228,8 +237,7 @@ export class Scheduler {
     reason: string,
   ): Promise<Date | null> {
     const now = new Date();
-    const fromFile = validDate(schedule.nextRun);
-    const due = this.untrustedDue.get(file) ?? (fromFile !== undefined && fromFile.getTime() > now.getTime() ? fromFile : nextRun(spec, latest(now, schedule.lastRun)));
+    const due = untrustedDue(schedule, spec, now, this.untrustedDue.get(file));
     if (due === null) {
       this.untrustedDue.delete(file);
       return null;
@@ -251,16 +259,27 @@ export class Scheduler {
     return next;
   }
 
-  /** Why the schedule may not fire (not trusted, or its trust cannot be read), or undefined when it may. */
-  private async untrustedReason(root: string, name: string, file: string, schedule: ScheduleDefinition): Promise<string | undefined> {
-    try {
-      await this.state.trust.require(root, [scheduleTrustItem({ name, scope: "local", path: file, parsed: schedule })]);
-      return undefined;
-    } catch (err) {
-      // Not knowing is not trusting: a trust.json pu cannot read holds the schedule too.
-      return isPuError(err) && err.code === "UNTRUSTED" ? err.message : `cannot tell whether it is trusted: ${(err as Error).message}`;
-    }
+}
+
+/** Why a project's schedule may not fire (not trusted, or its trust cannot be read), or undefined when it may. */
+async function untrustedReason(state: EngineState, root: string, name: string, file: string, schedule: ScheduleDefinition): Promise<string | undefined> {
+  try {
+    await state.trust.require(root, [scheduleTrustItem({ name, scope: "local", path: file, parsed: schedule })]);
+    return undefined;
+  } catch (err) {
+    // Not knowing is not trusting: a trust.json pu cannot read holds the schedule too.
+    return isPuError(err) && err.code === "UNTRUSTED" ? err.message : `cannot tell whether it is trusted: ${(err as Error).message}`;
   }
+}
+
+/**
+ * An untrusted schedule's next due time: the one the daemon remembers, else the file's `nextRun`
+ * while it is ahead, else the next occurrence from now (a past `nextRun` from elsewhere is not owed).
+ */
+function untrustedDue(schedule: ScheduleDefinition, spec: RecurrenceSpec, now: Date, remembered: Date | undefined): Date | null {
+  if (remembered !== undefined) return remembered;
+  const fromFile = validDate(schedule.nextRun);
+  return fromFile !== undefined && fromFile.getTime() > now.getTime() ? fromFile : nextRun(spec, latest(now, schedule.lastRun));
 }
 
 function validDate(iso: string | undefined): Date | undefined {
@@ -402,12 +421,19 @@ function clearHeld(state: EngineState, root: string, name: string): Promise<void
   });
 }
 
-/** The `details` of a schedule in `definition_list`. Global schedules never fire, so their nextRun is null. */
+/**
+ * The `details` of a schedule in `definition_list`. Global schedules never fire, so their nextRun
+ * is null. A project's schedule that is not trusted carries `untrusted` (why it is held) and, as
+ * nextRun, when the daemon next expects it to fall due (`remembered`: its memory, since the file
+ * is not written) — to be held, not run — never a `nextRun` the file carries that is past.
+ */
 export async function scheduleDetails(
+  state: EngineState,
   name: string,
   scope: DefinitionScope,
   file: string,
   root: string | undefined,
+  remembered: (file: string) => Date | undefined = () => undefined,
 ): Promise<Record<string, unknown>> {
   const schedule = await readSchedule(file, scope === "local" ? root : undefined);
   let recorded: ScheduleStateFile["schedules"][string] | undefined;
@@ -419,12 +445,21 @@ export async function scheduleDetails(
       stateProblem = (err as Error).message;
     }
   }
+  const untrusted = scope === "local" && root ? await untrustedReason(state, root, name, file, schedule) : undefined;
   let next: string | null = null;
-  if (scope === "local" && schedule.enabled) {
+  if (scope === "local" && schedule.enabled && untrusted !== undefined) {
+    const spec = recurrenceOf(schedule);
+    const now = new Date();
+    const due = untrustedDue(schedule, spec, now, remembered(file));
+    // One the daemon is holding this very moment: the next after it is what is ahead.
+    next = (due !== null && due.getTime() <= now.getTime() ? nextRun(spec, latest(now, due.toISOString())) : due)?.toISOString() ?? null;
+  } else if (scope === "local" && schedule.enabled) {
     next = schedule.nextRun ?? nextRun(recurrenceOf(schedule), latest(new Date(), schedule.lastRun))?.toISOString() ?? null;
   }
   return {
     enabled: schedule.enabled,
+    // Held, never fired, until `pu trust`: why (not trusted yet, or trust.json unreadable).
+    ...(untrusted !== undefined ? { untrusted } : {}),
     recurrence: schedule.recurrence,
     nextRun: next,
     lastRun: schedule.lastRun ?? null,

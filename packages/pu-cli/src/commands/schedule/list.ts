@@ -6,7 +6,7 @@ export default class ScheduleListCommand extends DefinitionListCommand {
   static override paths = [["schedule", "list"]];
   static override usage = Command.Usage({
     description: "List schedules with their timing (enabled, recurrence, next and last run, missed runs)",
-    details: "A project's schedule hides a global one of the same name; only the project's own schedules fire. MISSED counts runs that fell due while the daemon was not running; HELD (shown when there are some) counts runs not fired because the schedule is not trusted yet (`pu trust`). When .pu/schedule-state.json cannot be read, MISSED shows ? and a `problem:` line names the file (pu leaves it as it is).",
+    details: "A project's schedule hides a global one of the same name; only the project's own schedules fire. MISSED counts runs that fell due while the daemon was not running; HELD (shown when there are some) counts runs not fired because the schedule is not trusted yet (`pu trust`). A project's schedule that is not trusted never runs: NEXT RUN says not before `pu trust`, with the time the daemon next expects it to fall due (to be held, not run; pu does not write its file, so a nextRun the file carries is not what is shown), and a `held:` line below says why. When .pu/schedule-state.json cannot be read, MISSED shows ? and a `problem:` line names the file (pu leaves it as it is).",
     examples: [
       ["List them", "$0 schedule list"],
       ["As JSON", "$0 schedule list --json"],
@@ -25,13 +25,16 @@ export default class ScheduleListCommand extends DefinitionListCommand {
         if (d.error !== undefined) return [d.name, d.scope, "", "", "", "", `invalid: ${d.error}`, ...(anyHeld ? [""] : [])];
         const info = d.details ?? {};
         // A global schedule is a pattern to copy: the daemon never fires it by itself.
-        const next = info.fires === false ? "(global: never fires)" : text(info.nextRun, "-");
+        // Not trusted: it will not run, whatever time comes (the daemon counts it as held).
+        const untrusted = typeof info.untrusted === "string";
+        const next = info.fires === false ? "(global: never fires)" : untrusted && info.enabled !== false ? `not before \`pu trust\`${typeof info.nextRun === "string" ? ` (due ${info.nextRun})` : ""}` : text(info.nextRun, "-");
         const held = typeof info.heldRuns === "number" ? `${info.heldRuns} (not trusted: run \`pu trust\`)` : "";
         const missed = typeof info.stateProblem === "string" ? "?" : text(info.missedRuns, "0");
         return [d.name, d.scope, info.enabled === false ? "no" : "yes", text(info.recurrence, "?"), next, text(info.lastRun, "never"), missed, ...(anyHeld ? [held] : [])];
       }),
     );
-    return [...table, ...stateProblems.map((problem) => `problem: ${problem}`)];
+    const held = definitions.filter((d) => typeof d.details?.untrusted === "string").map((d) => `held: ${d.name}: ${String(d.details!.untrusted)}`);
+    return [...table, ...held, ...stateProblems.map((problem) => `problem: ${problem}`)];
   }
 }
 
