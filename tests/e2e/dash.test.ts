@@ -115,16 +115,18 @@ describe("pu dash in a terminal", { timeout: 120_000 }, () => {
     await waitScreen("the screen again", (t) => !t.includes("multi-agent groups") && !t.includes("plan sessions") && !t.includes("work queue"));
   });
 
-  it("says what pu could not read (a corrupt hosts.json) in a line under the list, and the line goes once the file is fixed", async () => {
+  it("says what pu could not read (a corrupt hosts.json) in a line under the list, on its own, and the line goes on its own once the file is fixed", async () => {
     const hostsFile = path.join(sb.home, "hosts.json");
     const problemLine = /^problem: /m;
+    // The dashboard follows the status already (the file goes bad under it, not before it starts).
+    await waitScreen("the agent list", (t) => /● \(root\)\s+talker/.test(t) && !problemLine.test(t));
+    // Nothing else happens: no `pu status`, no agent printing. While the dashboard follows the
+    // status, the daemon looks at hosts.json (a stat every ~1.5 s) and pushes the new problem.
     writeFileSync(hostsFile, "{ not json");
-    // The daemon reads hosts.json again for a status (what `pu status` says), and the next report
-    // it pushes to the dashboard (any change: here a line the talker prints) carries the problem.
+    const text = await waitScreen("the problem line, with nothing else asking", (t) => problemLine.test(t), 6_000);
+    // Worded as pu status says it.
     const said = (await sb.ok(["status"])).split("\n").find((l) => l.startsWith("problem: ")) ?? "";
     expect(said).toContain(`${hostsFile}: not valid JSON`);
-    await sb.ok(["send", talker, "after the corruption"]);
-    const text = await waitScreen("the problem line", (t) => problemLine.test(t));
     const lines = text.split("\n");
     const shown = lines.filter((l) => l.startsWith("problem: ")).map((l) => l.trimEnd());
     expect(shown).toHaveLength(1);
@@ -137,10 +139,22 @@ describe("pu dash in a terminal", { timeout: 120_000 }, () => {
     expect(lines.findIndex((l) => l.includes("q quit"))).toBeGreaterThan(lines.findIndex((l) => l.startsWith("problem: ")));
     expect(readFileSync(hostsFile, "utf8")).toBe("{ not json");
 
+    // Fixed by the person: the line goes by itself, again with nothing else asking.
     writeFileSync(hostsFile, `${JSON.stringify({ version: 1, hosts: [] })}\n`);
+    await waitScreen("the problem line gone, with nothing else asking", (t) => !t.includes("problem:") && /● \(root\)\s+talker/.test(t), 6_000);
     expect(await sb.ok(["status"])).not.toContain("problem:");
-    await sb.ok(["send", talker, "after the fix"]);
-    await waitScreen("the problem line gone", (t) => !t.includes("problem:") && /● \(root\)\s+talker/.test(t));
+  });
+
+  it("a remote-projects.json that goes bad while the dashboard is open shows as a problem line on its own, and goes on its own once fixed", async () => {
+    const placementsFile = path.join(sb.home, "remote-projects.json");
+    await waitScreen("the agent list", (t) => /● \(root\)\s+talker/.test(t) && !t.includes("problem:"));
+    writeFileSync(placementsFile, "{ not json");
+    const text = await waitScreen("the problem line, with nothing else asking", (t) => /^problem: /m.test(t), 6_000);
+    expect(text).toMatch(/^problem: agents placed on hosts are not shown or reached/m);
+    expect(readFileSync(placementsFile, "utf8")).toBe("{ not json");
+    writeFileSync(placementsFile, `${JSON.stringify({ version: 1, projects: [] })}\n`);
+    await waitScreen("the problem line gone, with nothing else asking", (t) => !t.includes("problem:") && /● \(root\)\s+talker/.test(t), 6_000);
+    expect(await sb.ok(["status"])).not.toContain("problem:");
   });
 
   it("fits a resize to 80×24, and q gives the terminal back", async () => {

@@ -8,7 +8,7 @@ import { loadConfig } from "@pu/core/config";
 import { PuError, isPuError } from "@pu/core/errors";
 import { nameFromPrompt, normalizeWorktreeName, refuseControlCharacters } from "@pu/core/names";
 import { isAlive } from "@pu/core/status";
-import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
+import { hostMirrorPath, hostsFilePath, type HostRecord } from "@pu/core/hosts-file";
 import type { RemoteProject } from "@pu/core/remote-projects-file";
 import type { AgentView, HostLinkView, AttachResult, CleanResult, MergeResult, RequestFields, RequestOf, ResultOf, SpawnResult, StatusReport, UsageGrouping, UsageResult, WorktreeView } from "@pu/ipc/protocol";
 import type { ConnectionContext } from "@pu/ipc/server";
@@ -19,6 +19,7 @@ import type { HostLinks } from "./host-links.js";
 import { RemoteViewers } from "./remote-viewers.js";
 import type { HostService } from "./host-service.js";
 import { addHostAgents, agentStatuses, placementKey as keyOf, statusChanges, unrecordedSince, withSpawned, type HeardReport } from "./remote-status.js";
+import { FileVersion } from "./file-version.js";
 import { RemoteProjectsRecord } from "./remote-projects-record.js";
 import { RemoteWatches } from "./remote-watches.js";
 import { dropMergedBranch, fetchBranchBack, hostTrustError, mergeFetchedBack, pushBase, readEnvFiles, withDeadline, workNotHere } from "./project-mirror.js";
@@ -29,6 +30,11 @@ const STATUS_TIMEOUT_MS = 3000;
 const QUICK_REQUEST_MS = 4500;
 
 const PERSIST_EVERY_MS = 5000;
+/**
+ * While a status stream is open, hosts.json and remote-projects.json are stat'ed this often (two
+ * stats, no read) and read again only when one changed, so a problem line comes and goes on its own.
+ */
+const FILES_LOOK_MS = 1500;
 
 /** A spawn failing with these may still have started the agent on the host (the answer never came). */
 const ANSWER_LOST = ["DAEMON_UNAVAILABLE", "TIMEOUT", "PROTOCOL_MISMATCH"];
@@ -59,6 +65,10 @@ export class RemoteAgentService {
   private hostsProblem: string | null = null;
   /** Per placement, why its host's report could not be asked for other than the link (no such host…). */
   private readonly reportProblems = new Map<string, string>();
+  /** hosts.json as last read for a status (`checkFiles`). */
+  private readonly hostsVersion: FileVersion;
+  /** The next look at the files while a status stream is open (`lookSoon`). */
+  private lookTimer: NodeJS.Timeout | undefined;
 
   constructor(
     home: string,
@@ -67,6 +77,7 @@ export class RemoteAgentService {
     private readonly log: DaemonLog,
   ) {
     this.placements = new RemoteProjectsRecord(home);
+    this.hostsVersion = new FileVersion(hostsFilePath(home));
     this.viewers = new RemoteViewers(hosts, links);
     this.watches = new RemoteWatches(hosts, links, log, {
       projectsOf: (root) => this.projectsOf(root),
@@ -106,9 +117,13 @@ export class RemoteAgentService {
     return out;
   }
 
-  /** Before a status or host list: the record read again if it was unreadable, hosts.json checked. */
+  /**
+   * Before a status or host list: the record read again if it was unreadable or changed on disk,
+   * hosts.json checked.
+   */
   private async checkFiles(): Promise<void> {
-    await this.placements.retryIfUnreadable();
+    await this.placements.reloadIfChanged();
+    await this.hostsVersion.note();
     try {
       await this.hosts.list();
       this.hostsProblem = null;
@@ -324,6 +339,11 @@ export class RemoteAgentService {
   /** Each host's report of this project's mirror: fresh when it answers in time, else as last seen. */
   async reports(projectRoot: string): Promise<RemoteReport[]> {
     await this.checkFiles();
+    return this.askHosts(projectRoot);
+  }
+
+  /** `reports` after the files were checked. */
+  private askHosts(projectRoot: string): Promise<RemoteReport[]> {
     return Promise.all(
       this.projectsOf(projectRoot).map(async (project): Promise<RemoteReport> => {
         try {
@@ -419,6 +439,51 @@ export class RemoteAgentService {
   /** Follows the hosts' reports of a project while `conn` (a `subscribe_status` stream) is open (remote-watches.ts). */
   watch(projectRoot: string, conn: ConnectionContext): void {
     this.watches.watch(projectRoot, conn);
+    this.lookSoon();
+    conn.onClose(() => {
+      // No stream left: nothing is looked at until the next one opens.
+      if (this.watches.roots().length > 0) return;
+      clearTimeout(this.lookTimer);
+      this.lookTimer = undefined;
+    });
+  }
+
+  /** One look at the files every FILES_LOOK_MS while any project's status is followed; none after. */
+  private lookSoon(): void {
+    if (this.lookTimer !== undefined || this.watches.roots().length === 0) return;
+    const timer = setTimeout(() => {
+      void this.lookAtFiles()
+        .catch((error) => this.log.event("problem_files_look_failed", { error: (error as Error).message }))
+        .finally(() => {
+          if (this.lookTimer === timer) this.lookTimer = undefined;
+          this.lookSoon();
+        });
+    }, FILES_LOOK_MS);
+    timer.unref();
+    this.lookTimer = timer;
+  }
+
+  /**
+   * hosts.json and remote-projects.json stat'ed; when one changed, what a status does is done
+   * (the files read again, the placements' hosts asked) and each followed project whose problems
+   * (or placements) changed gets a report pushed.
+   */
+  private async lookAtFiles(): Promise<void> {
+    const roots = this.watches.roots();
+    if (roots.length === 0) return;
+    const [hostsChanged, placementsChanged] = await Promise.all([this.hostsVersion.changed(), this.placements.changedOnDisk()]);
+    if (!hostsChanged && !placementsChanged) return;
+    const before = new Map(roots.map((root) => [root, JSON.stringify(this.problems(root))]));
+    const placedBefore = JSON.stringify(this.placements.projects);
+    await this.checkFiles();
+    const placedChanged = JSON.stringify(this.placements.projects) !== placedBefore;
+    await Promise.all(roots.map((root) => this.askHosts(root)));
+    for (const root of roots) {
+      if (!placedChanged && JSON.stringify(this.problems(root)) === before.get(root)) continue;
+      this.log.event("problem_files_changed", { projectRoot: root, problems: this.problems(root).length });
+      if (placedChanged) this.watches.start(root);
+      for (const listener of this.changeListeners) listener(root, []);
+    }
   }
 
   /** A host's report of a placement arrived (or the host went quiet): remembered, and the status changes told. */

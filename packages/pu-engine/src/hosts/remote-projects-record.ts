@@ -7,6 +7,7 @@ import { isPuError, type ErrorCode } from "@pu/core/errors";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
 import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
+import { FileVersion } from "./file-version.js";
 import { placementKey as keyOf } from "./remote-status.js";
 
 export class RemoteProjectsRecord {
@@ -22,13 +23,17 @@ export class RemoteProjectsRecord {
   problem: string | null = null;
   /** The code of that failure: CONFIG_ERROR (not valid) or IO_ERROR (could not be read). */
   problemCode: ErrorCode = "CONFIG_ERROR";
+  /** The file as last read or written here: a change by anyone else is read again (`reloadIfChanged`). */
+  private readonly version: FileVersion;
 
   constructor(home: string) {
     this.filePath = remoteProjectsFilePath(home);
+    this.version = new FileVersion(this.filePath);
   }
 
   /** Reads the file; a corrupt one throws (and is never overwritten: nothing is written after a failed read). */
   async load(): Promise<void> {
+    await this.version.note();
     try {
       this.projects = (await this.read()).projects;
       this.problem = null;
@@ -43,6 +48,22 @@ export class RemoteProjectsRecord {
   /** Reads the file again while it was unreadable (a person may have fixed it since); quiet either way. */
   async retryIfUnreadable(): Promise<void> {
     if (this.problem !== null) await this.load().catch(() => undefined);
+  }
+
+  /** Whether the file on disk is no longer the one last read or written here (a stat, no read). */
+  changedOnDisk(): Promise<boolean> {
+    return this.version.changed();
+  }
+
+  /**
+   * Reads the file again when it was unreadable or someone else changed it since (a person fixed
+   * it, or broke it: then nothing placed on a host is routed, as at start); quiet either way.
+   * Whether it was read.
+   */
+  async reloadIfChanged(): Promise<boolean> {
+    if (this.problem === null && !(await this.changedOnDisk())) return false;
+    await this.load().catch(() => undefined);
+    return true;
   }
 
   /** Changes the record's entry of a placement, if it is still there. */
@@ -72,6 +93,7 @@ export class RemoteProjectsRecord {
     await this.file.withLock(this.filePath, async (write) => {
       const next = fn(await this.read());
       await write(`${JSON.stringify(next)}\n`);
+      await this.version.note();
       this.projects = next.projects;
       this.problem = null;
     });

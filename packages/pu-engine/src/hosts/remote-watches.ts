@@ -45,6 +45,11 @@ export class RemoteWatches {
     });
   }
 
+  /** The projects whose status someone follows now. */
+  roots(): string[] {
+    return [...this.watches.keys()];
+  }
+
   /** Each placement of the project not followed yet gets its subscription, while anyone watches the project. */
   start(projectRoot: string): void {
     const watch = this.watches.get(projectRoot);
