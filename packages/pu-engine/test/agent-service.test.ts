@@ -128,4 +128,11 @@ describe("AgentService: what kill and suspend act on, and what they leave", () =
     await expect(service.suspend(root, { target: "ag-gone0001" })).rejects.toThrow("ag-gone0001 cannot be suspended: not running");
     await expect(service.suspend(root, { target: "wt-one" })).rejects.toMatchObject({ code: "AGENT_NOT_FOUND" });
   });
+
+  it("kill after bench names the benched agent as suspended, not by the exit code the bench gave it", async () => {
+    await service.suspend(root, { target: "ag-root0001" });
+    const result = await service.kill(root, { target: "all" }, undefined);
+    expect(result.skipped).toContainEqual({ agentId: "ag-root0001", reason: "suspended (not running)" });
+    expect(await manifestEntry("ag-root0001")).toMatchObject({ suspended: true });
+  });
 });

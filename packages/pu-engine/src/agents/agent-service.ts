@@ -196,6 +196,9 @@ export class AgentService {
     const { skipped, toStop } = this.sortOut(agents, [
       (agent) => (!direct && excluded.has(agent.id) ? { reason: "excluded" } : undefined),
       (agent, live) => (!live ? { reason: agent.suspended ? "suspended (not running)" : "not running" } : undefined),
+      // Benched by this daemon: its exited session stays (its output for logs), and the exit code
+      // is the bench's hang-up, not how the agent ended.
+      (agent, live) => (live && live.session.exitCode !== null && (agent.suspended || live.stopIntent === "suspend") ? { reason: "suspended (not running)" } : undefined),
       (agent, live) => {
         if (live?.session.exitCode === null || live === undefined) return undefined;
         // Killed again: the output of a process that is long gone is let go, once its exit is
