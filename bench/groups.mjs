@@ -15,7 +15,7 @@
 //     the daemon on top of running the agents.
 //   - members per minute over the group's wall time, against that direct batch's agents per
 //     minute.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { REPO, cpuSeconds, disown, figure, sleep, spawnAgent, startDaemon, summarize, tempWorkspace } from "./lib.mjs";
 
@@ -167,6 +167,8 @@ async function oneRun() {
     await directBatch(client, ws, pid, "warm", 1, 1);
     const direct = await directBatch(client, ws, pid, "direct", MEMBERS, SLOTS);
     const group = await runGroup(client, ws, pid);
+    // A collection must exist before it can be chosen.
+    for (const name of ["bench0", "bench1"]) mkdirSync(path.join(ws.project, ".pu/workflows", name), { recursive: true });
     const stateWriteMs = await roundTrips(client, (i) => client.request("queue_collection", { projectRoot: ws.project, name: `bench${i % 2}` }));
     const healthMs = await roundTrips(client, () => client.request("health", {}));
     return { direct, group, stateWriteMs, healthMs };
