@@ -445,6 +445,14 @@ or the host daemon's hello) hung until its timeout — the same with the daemon 
 stop's commit (881cfcc), so it is this machine's sshd set-up since, not this stop's code. The
 real-sshd e2e tests (host-transport) passed at the same time.
 
+**The CLI's start-up rows of this run are not the CLI as built (2026-11-27).** Before this run
+the stop built pu-core and pu-ipc from the last stop's commit and back (to time the queue), and
+turbo, finding the CLI's own inputs unchanged, left \`dist/pu.cjs\` older than the packages it
+bundles; the bin then takes the bundle for stale and runs the module-by-module output, which
+starts slower. So \`pu status\` warm reads 2.09× here (the stop's first full run: 1.34×, 147 ms
+against \`node -e 0\`'s 110 ms) and \`pu usage --json\` over 10,000 agents 534 ms (first run:
+365 ms). \`BENCH_ONLY=status\` after a full rebuild, while a CI run used the machine: 1.28×.
+
 ## Before and after the engine's services and slot ledger (issue 22)
 
 The same full \`pnpm bench\` before (commit cd3228c, 2026-11-23) and after (0fd4299,
