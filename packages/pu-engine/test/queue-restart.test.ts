@@ -312,14 +312,17 @@ describe("work queue, daemon SIGKILLed and restarted", () => {
     const client2 = await restarted.client();
     await waitFor("the ticket's new agent", () => readState(restarted.home).agents[0]?.session_name !== before?.session_name);
     trackAgents(root);
-    await client2.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" });
+    // Whether the approval lands while the ticket still waits, or after the restarted daemon
+    // already went on with the step (then it is refused or dropped), step one must run once.
+    await client2.request("review_approve", { projectRoot: root, ticketId: "TASK-0001" }).catch((error: unknown) => {
+      expect((error as { code?: string }).code, String(error)).toBeDefined();
+    });
     await waitDone(client2, root, "TASK-0001");
     trackAgents(root);
     expect(readState(restarted.home).completed[0]).toMatchObject({ ticket_id: "TASK-0001", summary: "two ran" });
     expect(stepCommits(root, before?.worktree_path ?? ""), "step one ran, once").toEqual(["step one"]);
-    expect((await history(root, "TASK-0001")).filter(([e]) => e !== "continued after a daemon restart")).toEqual([
+    expect((await history(root, "TASK-0001")).filter(([e]) => e !== "continued after a daemon restart" && e !== "approved")).toEqual([
       ["dispatched", undefined],
-      ["approved", "one"],
       ["step done", "one"],
       ["step done", "two"],
       ["done", undefined],
