@@ -6,6 +6,7 @@
 // over a bridge of its own, and merge / clean, which fetch the worktree's branch back first.
 import { loadConfig } from "@pu/core/config";
 import { PuError, isPuError } from "@pu/core/errors";
+import { FileWitness } from "@pu/core/file-witness";
 import { nameFromPrompt, normalizeWorktreeName, refuseControlCharacters } from "@pu/core/names";
 import { isAlive } from "@pu/core/status";
 import { hostMirrorPath, hostsFilePath, type HostRecord } from "@pu/core/hosts-file";
@@ -19,7 +20,6 @@ import type { HostLinks } from "./host-links.js";
 import { RemoteViewers } from "./remote-viewers.js";
 import type { HostService } from "./host-service.js";
 import { addHostAgents, agentStatuses, placementKey as keyOf, statusChanges, unrecordedSince, withSpawned, type HeardReport } from "./remote-status.js";
-import { FileVersion } from "./file-version.js";
 import { RemoteProjectsRecord } from "./remote-projects-record.js";
 import { RemoteWatches } from "./remote-watches.js";
 import { dropMergedBranch, fetchBranchBack, hostTrustError, mergeFetchedBack, pushBase, readEnvFiles, withDeadline, workNotHere } from "./project-mirror.js";
@@ -66,7 +66,8 @@ export class RemoteAgentService {
   /** Per placement, why its host's report could not be asked for other than the link (no such host…). */
   private readonly reportProblems = new Map<string, string>();
   /** hosts.json as last read for a status (`checkFiles`). */
-  private readonly hostsVersion: FileVersion;
+  private readonly hostsVersion = new FileWitness();
+  private readonly hostsFile: string;
   /** The next look at the files while a status stream is open (`lookSoon`). */
   private lookTimer: NodeJS.Timeout | undefined;
 
@@ -77,7 +78,7 @@ export class RemoteAgentService {
     private readonly log: DaemonLog,
   ) {
     this.placements = new RemoteProjectsRecord(home);
-    this.hostsVersion = new FileVersion(hostsFilePath(home));
+    this.hostsFile = hostsFilePath(home);
     this.viewers = new RemoteViewers(hosts, links);
     this.watches = new RemoteWatches(hosts, links, log, {
       projectsOf: (root) => this.projectsOf(root),
@@ -123,7 +124,7 @@ export class RemoteAgentService {
    */
   private async checkFiles(): Promise<void> {
     await this.placements.reloadIfChanged();
-    await this.hostsVersion.note();
+    await this.hostsVersion.note(this.hostsFile);
     try {
       await this.hosts.list();
       this.hostsProblem = null;
@@ -471,7 +472,7 @@ export class RemoteAgentService {
   private async lookAtFiles(): Promise<void> {
     const roots = this.watches.roots();
     if (roots.length === 0) return;
-    const [hostsChanged, placementsChanged] = await Promise.all([this.hostsVersion.changed(), this.placements.changedOnDisk()]);
+    const [hostsChanged, placementsChanged] = await Promise.all([this.hostsVersion.changed(this.hostsFile), this.placements.changedOnDisk()]);
     if (!hostsChanged && !placementsChanged) return;
     const before = new Map(roots.map((root) => [root, JSON.stringify(this.problems(root))]));
     const placedBefore = JSON.stringify(this.placements.projects);

@@ -4,10 +4,10 @@
  * the projects as last written are kept for the routing that reads them on every request.
  */
 import { isPuError, type ErrorCode } from "@pu/core/errors";
+import { FileWitness } from "@pu/core/file-witness";
 import { hostMirrorPath, type HostRecord } from "@pu/core/hosts-file";
 import { LockedFile, readTextIfExists } from "@pu/core/locked-file";
 import { parseRemoteProjectsFile, remoteProjectsFilePath, type RemoteProject, type RemoteProjectsFile } from "@pu/core/remote-projects-file";
-import { FileVersion } from "./file-version.js";
 import { placementKey as keyOf } from "./remote-status.js";
 
 export class RemoteProjectsRecord {
@@ -24,16 +24,15 @@ export class RemoteProjectsRecord {
   /** The code of that failure: CONFIG_ERROR (not valid) or IO_ERROR (could not be read). */
   problemCode: ErrorCode = "CONFIG_ERROR";
   /** The file as last read or written here: a change by anyone else is read again (`reloadIfChanged`). */
-  private readonly version: FileVersion;
+  private readonly version = new FileWitness();
 
   constructor(home: string) {
     this.filePath = remoteProjectsFilePath(home);
-    this.version = new FileVersion(this.filePath);
   }
 
   /** Reads the file; a corrupt one throws (and is never overwritten: nothing is written after a failed read). */
   async load(): Promise<void> {
-    await this.version.note();
+    await this.version.note(this.filePath);
     try {
       this.projects = (await this.read()).projects;
       this.problem = null;
@@ -52,7 +51,7 @@ export class RemoteProjectsRecord {
 
   /** Whether the file on disk is no longer the one last read or written here (a stat, no read). */
   changedOnDisk(): Promise<boolean> {
-    return this.version.changed();
+    return this.version.changed(this.filePath);
   }
 
   /**
@@ -93,7 +92,7 @@ export class RemoteProjectsRecord {
     await this.file.withLock(this.filePath, async (write) => {
       const next = fn(await this.read());
       await write(`${JSON.stringify(next)}\n`);
-      await this.version.note();
+      await this.version.note(this.filePath);
       this.projects = next.projects;
       this.problem = null;
     });
